@@ -1,0 +1,229 @@
+// Verifiers of the ingot ops outside attention: shapes and element types of each block.
+#include "dialects/ingot/IngotDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::ingot;
+
+#define GET_OP_CLASSES
+#include "dialects/ingot/IngotOps.cpp.inc"
+
+namespace {
+
+/// True when two dimensions can be equal at run time (either is `?`, or both
+/// static and equal). Token dimensions are usually dynamic.
+bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// Checks that `type` is a [tokens, features] matrix.
+LogicalResult verifyRows(Operation *op, Type type, StringRef what) {
+  auto tensor = cast<RankedTensorType>(type);
+  if (tensor.getRank() != 2)
+    return op->emitOpError() << "expects " << what
+                             << " to be a [tokens, features] tensor, got "
+                             << type;
+  return success();
+}
+
+/// Checks a weight operand: static shape of the given rank.
+LogicalResult verifyWeight(Operation *op, Type type, int64_t rank,
+                           StringRef what) {
+  auto tensor = cast<RankedTensorType>(type);
+  if (tensor.getRank() != rank)
+    return op->emitOpError() << "expects " << what << " of rank " << rank
+                             << ", got " << type;
+  if (!tensor.hasStaticShape())
+    return op->emitOpError() << "expects " << what
+                             << " to have a static shape, got " << type;
+  return success();
+}
+
+/// Checks that the token (first) dimensions of two tensors agree.
+LogicalResult verifyTokens(Operation *op, Type a, StringRef aName, Type b,
+                           StringRef bName) {
+  int64_t ta = cast<RankedTensorType>(a).getDimSize(0);
+  int64_t tb = cast<RankedTensorType>(b).getDimSize(0);
+  if (!dimsAgree(ta, tb))
+    return op->emitOpError() << "token count of " << aName << " (" << ta
+                             << ") does not match " << bName << " (" << tb
+                             << ")";
+  return success();
+}
+
+bool isFloatWeightType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
+
+/// Verifies an `epsilon` attribute of a normalization.
+LogicalResult verifyEpsilon(Operation *op, const APFloat &epsilon) {
+  if (!(epsilon.convertToFloat() > 0.0f) || !epsilon.isFinite())
+    return op->emitOpError() << "epsilon must be a positive finite number";
+  return success();
+}
+
+/// Verifies the per-feature parameter vector of a norm against the input.
+LogicalResult verifyNormParam(Operation *op, Type input, Type param,
+                              StringRef what) {
+  if (failed(verifyWeight(op, param, 1, what)))
+    return failure();
+  int64_t features = cast<RankedTensorType>(input).getDimSize(1);
+  int64_t size = cast<RankedTensorType>(param).getDimSize(0);
+  if (!dimsAgree(features, size))
+    return op->emitOpError() << what << " has " << size
+                             << " elements but the input has " << features
+                             << " features";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// WeightOp / EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "needs a non-empty checkpoint tensor name";
+  if (getHandleAttr().getInt() < 0)
+    return emitOpError() << "handle must be >= 0, got "
+                         << getHandleAttr().getInt();
+  if (!getResult().getType().hasStaticShape())
+    return emitOpError() << "weight shape must be static, got "
+                         << getResult().getType();
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(verifyWeight(*this, getTable().getType(), 2, "table")) ||
+      failed(verifyRows(*this, getResult().getType(), "result")))
+    return failure();
+  Type tableElement = getTable().getType().getElementType();
+  if (!isFloatWeightType(tableElement))
+    return emitOpError() << "table element type must be f32, f16 or bf16, got "
+                         << tableElement;
+  if (failed(verifyTokens(*this, getTokens().getType(), "tokens",
+                          getResult().getType(), "result")))
+    return failure();
+  int64_t hidden = getTable().getType().getDimSize(1);
+  int64_t resultHidden = getResult().getType().getDimSize(1);
+  if (!dimsAgree(hidden, resultHidden))
+    return emitOpError() << "result has " << resultHidden
+                         << " features but the table rows have " << hidden;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RmsNormOp / LayerNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyRows(*this, getInput().getType(), "input")) ||
+      failed(verifyNormParam(*this, getInput().getType(), getWeight().getType(),
+                             "weight")))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon());
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyRows(*this, getInput().getType(), "input")) ||
+      failed(verifyNormParam(*this, getInput().getType(), getWeight().getType(),
+                             "weight")) ||
+      failed(verifyNormParam(*this, getInput().getType(), getBias().getType(),
+                             "bias")))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon());
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp / KvWriteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  if (failed(verifyRows(*this, getInput().getType(), "input")) ||
+      failed(verifyTokens(*this, getInput().getType(), "input",
+                          getPositions().getType(), "positions")))
+    return failure();
+  int64_t heads = getNumHeadsAttr().getInt();
+  int64_t headDim = getHeadDimAttr().getInt();
+  if (heads <= 0 || headDim <= 0)
+    return emitOpError() << "num_heads and head_dim must be > 0";
+  if (headDim % 2 != 0)
+    return emitOpError() << "head_dim must be even to rotate pairs, got "
+                         << headDim;
+  int64_t features = getInput().getType().getDimSize(1);
+  if (!dimsAgree(features, heads * headDim))
+    return emitOpError() << "input has " << features
+                         << " features, expected num_heads * head_dim = "
+                         << heads * headDim;
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError() << "theta must be > 0";
+  return success();
+}
+
+LogicalResult KvWriteOp::verify() {
+  KvCacheType cache = getCache().getType();
+  if (failed(verifyRows(*this, getKey().getType(), "key")) ||
+      failed(verifyTokens(*this, getKey().getType(), "key",
+                          getSlotMapping().getType(), "slot_mapping")))
+    return failure();
+  int64_t layer = getLayerAttr().getInt();
+  if (layer < 0 || layer >= int64_t(cache.getNumLayers()))
+    return emitOpError() << "layer " << layer << " is out of range for a "
+                         << cache.getNumLayers() << "-layer cache";
+  int64_t features = getKey().getType().getDimSize(1);
+  int64_t expected = int64_t(cache.getNumKvHeads()) * cache.getHeadDim();
+  if (!dimsAgree(features, expected))
+    return emitOpError() << "key/value have " << features
+                         << " features, expected num_kv_heads * head_dim = "
+                         << expected << " of the cache";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops and logits
+//===----------------------------------------------------------------------===//
+
+/// Elementwise ops: one [tokens, features] type for all operands and the
+/// result. SameOperandsAndResultType accepts `?` against a static size; the
+/// custom syntax spells one type, so the types must be identical.
+static LogicalResult verifyElementwise(Operation *op) {
+  Type type = op->getResult(0).getType();
+  if (llvm::any_of(op->getOperandTypes(), [&](Type t) { return t != type; }))
+    return op->emitOpError() << "expects operands and result of one type (a "
+                                "static token count must be spelled on every "
+                                "one)";
+  return verifyRows(op, type, "operands");
+}
+
+LogicalResult SiluMulOp::verify() { return verifyElementwise(*this); }
+
+LogicalResult GeluMulOp::verify() { return verifyElementwise(*this); }
+
+LogicalResult AddOp::verify() { return verifyElementwise(*this); }
+
+LogicalResult LogitsOp::verify() {
+  if (failed(verifyRows(*this, getHidden().getType(), "hidden")) ||
+      failed(verifyWeight(*this, getWeight().getType(), 2, "weight")) ||
+      failed(verifyTokens(*this, getRows().getType(), "rows",
+                          getResult().getType(), "result")))
+    return failure();
+  Type weightElement = getWeight().getType().getElementType();
+  if (!isFloatWeightType(weightElement))
+    return emitOpError() << "weight element type must be f32, f16 or bf16, got "
+                         << weightElement;
+  ArrayRef<int64_t> weight = getWeight().getType().getShape();
+  int64_t hidden = getHidden().getType().getDimSize(1);
+  if (!dimsAgree(hidden, weight[1]))
+    return emitOpError() << "hidden has " << hidden
+                         << " features but the weight rows have " << weight[1];
+  int64_t vocab = getResult().getType().getDimSize(1);
+  if (!dimsAgree(vocab, weight[0]))
+    return emitOpError() << "result has " << vocab
+                         << " columns but the weight has " << weight[0]
+                         << " vocabulary rows";
+  return success();
+}

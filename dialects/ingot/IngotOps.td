@@ -1,0 +1,249 @@
+// Ops of the ingot dialect: one op per transformer building block of a serving step.
+#ifndef INGOT_OPS_TD
+#define INGOT_OPS_TD
+
+include "dialects/ingot/IngotDialect.td"
+include "dialects/ingot/IngotAttrs.td"
+include "dialects/ingot/IngotTypes.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Activations are [tokens, features] tensors of a float type; the token
+// dimension is usually dynamic (`?`).
+def Ingot_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Ingot_I32Vector : TensorRankOf<[I32], [1]>;
+def Ingot_I32Matrix : TensorRankOf<[I32], [2]>;
+
+//===----------------------------------------------------------------------===//
+// Weights and embeddings
+//===----------------------------------------------------------------------===//
+
+def Ingot_WeightOp : Ingot_Op<"weight", [Pure]> {
+  let summary = "A reference to one tensor of the checkpoint";
+  let description = [{
+    Names one weight tensor without holding its data: `name` is the tensor's
+    name in the checkpoint, `handle` its index in the compile's tensor table
+    (handles of a module are dense, 0..N-1), and the result type its shape and
+    element type. The compiler never loads the data into the IR, so compiler
+    memory does not grow with the model.
+
+    ```mlir
+    %w = ingot.weight "model.layers.0.self_attn.q_proj.weight" {handle = 3 : i64} : tensor<576x576xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, I64Attr:$handle);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ingot_EmbeddingOp : Ingot_Op<"embedding", [Pure]> {
+  let summary = "Gathers embedding rows for token ids";
+  let description = [{
+    `result[t] = table[tokens[t]]`, converted to the result element type.
+    `table` is `[vocab, hidden]`.
+
+    ```mlir
+    %h = ingot.embedding %tokens, %table : tensor<?xi32>, tensor<256x64xbf16> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_I32Vector:$tokens, AnyRankedTensor:$table);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Ingot_RmsNormOp : Ingot_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square normalization over the feature dimension";
+  let description = [{
+    `result[t, i] = input[t, i] / sqrt(mean_j(input[t, j]^2) + epsilon) * weight[i]`.
+
+    ```mlir
+    %y = ingot.rms_norm %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, Ingot_FloatTensor:$weight,
+                       F32Attr:$epsilon);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Ingot_LayerNormOp : Ingot_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalization over the feature dimension";
+  let description = [{
+    `result[t, i] = (input[t, i] - mean) / sqrt(var + epsilon) * weight[i] + bias[i]`,
+    mean and variance taken over row `t`.
+
+    ```mlir
+    %y = ingot.layer_norm %x, %w, %b {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, Ingot_FloatTensor:$weight,
+                       Ingot_FloatTensor:$bias, F32Attr:$epsilon);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear layers
+//===----------------------------------------------------------------------===//
+
+def Ingot_LinearOp : Ingot_Op<"linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Matrix multiply by a (possibly quantized) weight, plus bias";
+  let description = [{
+    `result[t, n] = sum_k input[t, k] * dequant(weight)[n, k] + bias[n]`, with
+    `weight` laid out `[N, K]` (the Hugging Face layout). Without `quant` the
+    weight is `f32`, `f16` or `bf16` and there are no scales. With `quant` the
+    weight element type and the scale operands must match the scheme (see
+    `#ingot.quant`); every mismatch is diagnosed.
+
+    ```mlir
+    %q = ingot.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+    %k = ingot.linear %x, %wk bias(%bk : tensor<32xf32>) : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+    %y = ingot.linear %x, %w scales(%s, %g : tensor<128x4xf8E4M3FN>, tensor<f32>) {quant = #ingot.quant<nvfp4>}
+           : tensor<?x64xbf16>, tensor<128x64xf4E2M1FN> -> tensor<?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, AnyRankedTensor:$weight,
+                       Optional<Ingot_FloatTensor>:$bias,
+                       Variadic<AnyRankedTensor>:$scales,
+                       OptionalAttr<Ingot_QuantSchemeAttr>:$quant);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`scales` `(` $scales^ `:` type($scales) `)`)?
+    attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding and the KV cache
+//===----------------------------------------------------------------------===//
+
+def Ingot_RopeOp : Ingot_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding of each head";
+  let description = [{
+    Rotates each `head_dim`-wide head of row `t` of `input` (`[tokens,
+    num_heads * head_dim]`) by angles `positions[t] * theta^(-2i/head_dim)`
+    (rotate-half pairing, as in Hugging Face Llama), frequencies optionally
+    rescaled by `scaling`. Positions are separate from KV-slot indices: the
+    siblings of a speculative token tree share a position.
+
+    ```mlir
+    %q = ingot.rope %x, %positions {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64}
+           : tensor<?x64xf32>, tensor<?xi32>
+    %k = ingot.rope %x, %positions {num_heads = 8 : i32, head_dim = 128 : i32, theta = 5.0e+05 : f64,
+           scaling = #ingot.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>}
+           : tensor<?x1024xbf16>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, Ingot_I32Vector:$positions,
+                       I32Attr:$num_heads, I32Attr:$head_dim, F64Attr:$theta,
+                       OptionalAttr<Ingot_RopeScalingAttr>:$scaling);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
+  let hasVerifier = 1;
+}
+
+def Ingot_KvWriteOp : Ingot_Op<"kv_write", [Pure,
+    AllTypesMatch<["cache", "result"]>, AllTypesMatch<["key", "value"]>]> {
+  let summary = "Stores new keys and values of one layer into the paged cache";
+  let description = [{
+    For every new token `t`, writes `key[t]` and `value[t]` (`[tokens,
+    num_kv_heads * head_dim]`) of layer `layer` into KV slot
+    `slot_mapping[t]` (= block * block_size + offset in the cache pool) and
+    returns the updated cache. A negative slot skips the token (padding).
+
+    ```mlir
+    %c1 = ingot.kv_write %cache, %k, %v, %slot_mapping {layer = 0 : i32}
+            : !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>, tensor<?x32xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Ingot_KvCacheType:$cache, Ingot_FloatTensor:$key,
+                       Ingot_FloatTensor:$value, Ingot_I32Vector:$slot_mapping,
+                       I32Attr:$layer);
+  let results = (outs Ingot_KvCacheType:$result);
+  let assemblyFormat = [{
+    $cache `,` $key `,` $value `,` $slot_mapping attr-dict `:` qualified(type($cache)) `,` type($key) `,` type($slot_mapping)
+  }];
+  let hasVerifier = 1;
+}
+
+include "dialects/ingot/IngotAttentionOps.td"
+
+//===----------------------------------------------------------------------===//
+// Activations, residuals and logits
+//===----------------------------------------------------------------------===//
+
+class Ingot_GatedActivationOp<string mnemonic, string act>
+    : Ingot_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Gated activation: " # act # "(gate) * up";
+  let description = [{
+    Elementwise `}] # act # [{(gate) * up` of two `[tokens, features]` tensors of
+    the same type (the gated MLP of Llama/Gemma).
+
+    ```mlir
+    %y = ingot.}] # mnemonic # [{ %gate, %up : tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$gate, Ingot_FloatTensor:$up);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ingot_SiluMulOp : Ingot_GatedActivationOp<"silu_mul", "silu">;
+def Ingot_GeluMulOp : Ingot_GatedActivationOp<"gelu_mul", "gelu">;
+
+def Ingot_AddOp : Ingot_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "Elementwise sum (residual connection)";
+  let description = [{
+    `result = lhs + rhs` for two `[tokens, features]` tensors of the same type.
+
+    ```mlir
+    %h1 = ingot.add %h0, %attn_out : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$lhs, Ingot_FloatTensor:$rhs);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ingot_LogitsOp : Ingot_Op<"logits", [Pure]> {
+  let summary = "Projects selected token rows onto the vocabulary";
+  let description = [{
+    `result[r, v] = sum_d hidden[rows[r], d] * weight[v, d]` in f32: gathers the
+    rows that need logits (usually the last new token of each request) before
+    the vocabulary projection, so prefill does not pay for every token.
+
+    ```mlir
+    %logits = ingot.logits %h, %lm_head, %logit_rows
+                : tensor<?x64xf32>, tensor<256x64xf32>, tensor<?xi32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$hidden, AnyRankedTensor:$weight,
+                       Ingot_I32Vector:$rows);
+  let results = (outs TensorRankOf<[F32], [2]>:$result);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $rows attr-dict `:` type($hidden) `,` type($weight) `,` type($rows) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // INGOT_OPS_TD
