@@ -1,0 +1,45 @@
+//===- NvrtcCompiler.h - CUDA C++ to cubins and PTX with NVRTC ---*- C++ -*-===//
+//
+// Compiles one CUDA C++ translation unit for every target an artifact ships: a cubin
+// per GPU architecture plus generic PTX for the JIT fallback. Runs on machines without
+// a GPU. Plain C++ (no MLIR), so the compiler and tests share it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace ingot::codegen {
+
+/// Default artifact targets: Ampere, Ada, Hopper (arch-specific features), the
+/// Blackwell datacenter and consumer families, plus generic PTX. PTX made for an `a`
+/// target JIT-compiles nowhere else, so the fallback PTX is always `compute_80`.
+inline const std::vector<std::string> &defaultCudaTargets() {
+  static const std::vector<std::string> targets = {"sm_80",   "sm_89",   "sm_90a",
+                                                   "sm_100f", "sm_120f", "compute_80"};
+  return targets;
+}
+
+/// One compiled binary: a cubin for "sm_*" targets, PTX text for "compute_*".
+struct CudaBinary {
+  std::string target;
+  bool isPtx = false;
+  std::vector<uint8_t> data;
+};
+
+/// Compiles `source` (named `name` in diagnostics) for each of `targets`. `options` are
+/// extra NVRTC options (e.g. "-DTILE=64"); the CUDA toolkit's include directory is added.
+/// Fails with NVRTC's log on the first target that does not compile.
+StatusOr<std::vector<CudaBinary>> compileCuda(const std::string &source,
+                                              const std::string &name,
+                                              const std::vector<std::string> &targets,
+                                              const std::vector<std::string> &options = {});
+
+/// The NVRTC version as "major.minor".
+std::string nvrtcVersionString();
+
+} // namespace ingot::codegen
