@@ -1,0 +1,36 @@
+//===- CompileCommand.h - `ingot compile` entry point -----------*- C++ -*-===//
+//
+// The interface between the user CLI (runtime/cli, which never sees MLIR) and the
+// compiler. Deliberately free of MLIR and LLVM types.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ingot::compiler {
+
+/// What `ingot compile` was asked to do.
+struct CompileOptions {
+  /// Input: an `ingot` dialect module (.mlir). Checkpoint importers come later.
+  std::string input;
+  /// Output artifact path (.ingot).
+  std::string output;
+  /// Print the module that comes out of the pass pipeline instead of writing an artifact.
+  bool emitMlir = false;
+  /// Write an artifact without a weight blob; the runtime fills weights from the seed.
+  bool dummyWeights = false;
+  /// Fill the blob with seeded pseudo-random weights (for models given as .mlir only).
+  bool randomWeights = false;
+  uint64_t seed = 0;
+  /// The command line as typed, recorded in the artifact's provenance.
+  std::vector<std::string> commandLine;
+};
+
+/// Runs `ingot compile`; returns a process exit code. Diagnostics go to `err`.
+int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err);
+
+} // namespace ingot::compiler

@@ -1,0 +1,482 @@
+//===- ModuleToArtifact.cpp - lower a compiled module to an artifact ------===//
+#include "compiler/driver/ModuleToArtifact.h"
+
+#include <array>
+#include <map>
+
+#include "codegen/cpu/RegionBytecodeEmitter.h"
+#include "compiler/driver/RandomWeights.h"
+#include "dialects/ingot/IngotDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace ingot::compiler {
+namespace {
+
+using mlir::failure;
+using mlir::success;
+
+/// Largest magnitude of random weights; keeps activations of deep random models finite.
+constexpr float kRandomWeightAmplitude = 0.05f;
+
+/// Maps an MLIR element type to the artifact's DType (Invalid when it has none).
+schema::DType toDType(mlir::Type type) {
+  if (type.isF32())
+    return schema::DType::F32;
+  if (type.isF16())
+    return schema::DType::F16;
+  if (type.isBF16())
+    return schema::DType::BF16;
+  if (llvm::isa<mlir::Float8E4M3FNType>(type))
+    return schema::DType::F8E4M3FN;
+  if (llvm::isa<mlir::Float8E5M2Type>(type))
+    return schema::DType::F8E5M2;
+  if (llvm::isa<mlir::Float8E8M0FNUType>(type))
+    return schema::DType::F8E8M0FNU;
+  if (llvm::isa<mlir::Float4E2M1FNType>(type))
+    return schema::DType::F4E2M1FN;
+  if (auto it = llvm::dyn_cast<mlir::IntegerType>(type)) {
+    bool isUnsigned = it.isUnsigned();
+    switch (it.getWidth()) {
+    case 1:
+      return schema::DType::I1;
+    case 4:
+      return isUnsigned ? schema::DType::U4 : schema::DType::I4;
+    case 8:
+      return isUnsigned ? schema::DType::U8 : schema::DType::I8;
+    case 32:
+      return schema::DType::I32;
+    case 64:
+      return schema::DType::I64;
+    default:
+      return schema::DType::Invalid;
+    }
+  }
+  return schema::DType::Invalid;
+}
+
+/// The serving-step function's arguments, in order; the runtime binds them by position.
+/// rank -1 marks the KV cache.
+struct StepInput {
+  const char *name;
+  int rank;
+};
+constexpr std::array<StepInput, 8> kStepInputs = {{
+    {"tokens", 1},       // token ids of every new token, all requests concatenated
+    {"positions", 1},    // rope position of each new token
+    {"kv_cache", -1},    // the paged KV pool
+    {"block_tables", 2}, // [request, logical block] -> physical block
+    {"seq_lens", 1},     // KV length of each request after this step
+    {"query_start", 1},  // CSR offsets of each request's new tokens (requests + 1)
+    {"slot_mapping", 1}, // KV slot each new token is written to
+    {"logit_rows", 1},   // which token rows produce logits
+}};
+
+/// The step kind of an op, or Invalid for ops that are not steps.
+schema::OpKind stepKind(mlir::Operation *op) {
+  return llvm::StringSwitch<schema::OpKind>(op->getName().getStringRef())
+      .Case("ingot.embedding", schema::OpKind::Embedding)
+      .Case("ingot.rms_norm", schema::OpKind::RmsNorm)
+      .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
+      .Case("ingot.linear", schema::OpKind::Linear)
+      .Case("ingot.rope", schema::OpKind::Rope)
+      .Case("ingot.kv_write", schema::OpKind::KvWrite)
+      .Case("ingot.attention", schema::OpKind::Attention)
+      .Case("ingot.silu_mul", schema::OpKind::SiluMul)
+      .Case("ingot.gelu_mul", schema::OpKind::GeluMul)
+      .Case("ingot.add", schema::OpKind::Add)
+      .Case("ingot.logits", schema::OpKind::Logits)
+      .Default(schema::OpKind::Invalid);
+}
+
+schema::QuantKind toQuantKind(mlir::ingot::QuantKind kind) {
+  switch (kind) {
+  case mlir::ingot::QuantKind::PerTensor:
+    return schema::QuantKind::PerTensor;
+  case mlir::ingot::QuantKind::PerChannel:
+    return schema::QuantKind::PerChannel;
+  case mlir::ingot::QuantKind::NvFp4:
+    return schema::QuantKind::Nvfp4;
+  case mlir::ingot::QuantKind::MxFp4:
+    return schema::QuantKind::Mxfp4;
+  case mlir::ingot::QuantKind::Int4:
+    return schema::QuantKind::Int4Group;
+  }
+  return schema::QuantKind::None;
+}
+
+schema::ZeroKind toZeroKind(mlir::ingot::QuantOffsetKind kind) {
+  switch (kind) {
+  case mlir::ingot::QuantOffsetKind::None:
+    return schema::ZeroKind::None;
+  case mlir::ingot::QuantOffsetKind::Zero:
+    return schema::ZeroKind::Zero;
+  case mlir::ingot::QuantOffsetKind::Min:
+    return schema::ZeroKind::Min;
+  }
+  return schema::ZeroKind::None;
+}
+
+/// Walks the serving-step function and fills the writer.
+class ArtifactLowering {
+public:
+  ArtifactLowering(mlir::ModuleOp module, const LoweringOptions &options,
+                   ArtifactWriter &writer)
+      : module(module), options(options), writer(writer) {}
+
+  mlir::LogicalResult run() {
+    mlir::func::FuncOp step = findStepFunction();
+    if (!step)
+      return failure();
+    if (failed(lowerConfig(step)) || failed(collectWeights(step)))
+      return failure();
+    Program program;
+    program.name = step.getSymName().str();
+    if (failed(lowerProgram(step, program)))
+      return failure();
+    writer.addProgram(std::move(program));
+    if (options.weights == WeightSource::Dummy)
+      writer.setDummyWeights(options.seed);
+    writer.setProvenance(options.provenance);
+    return success();
+  }
+
+private:
+  /// The function named `step`, or the module's only function.
+  mlir::func::FuncOp findStepFunction() {
+    auto funcs = llvm::to_vector(module.getOps<mlir::func::FuncOp>());
+    for (mlir::func::FuncOp f : funcs)
+      if (f.getSymName() == "step")
+        return f;
+    if (funcs.size() == 1)
+      return funcs.front();
+    module.emitError() << "expected a serving-step function named 'step' (or exactly "
+                          "one function), found "
+                       << funcs.size() << " functions";
+    return nullptr;
+  }
+
+  mlir::LogicalResult lowerConfig(mlir::func::FuncOp step) {
+    auto dict = module->getAttrOfType<mlir::DictionaryAttr>("ingot.model");
+    if (!dict)
+      return module.emitError(
+          "missing the module attribute 'ingot.model' (a dictionary with the model "
+          "configuration: architecture, vocab_size, hidden_size, num_layers, ...)");
+    ModelConfig config;
+    auto getInt = [&](llvm::StringRef key, auto &field) {
+      if (auto a = dict.getAs<mlir::IntegerAttr>(key))
+        field = a.getInt();
+    };
+    auto getFloat = [&](llvm::StringRef key, auto &field) {
+      if (auto a = dict.getAs<mlir::FloatAttr>(key))
+        field = a.getValueAsDouble();
+    };
+    if (auto a = dict.getAs<mlir::StringAttr>("architecture"))
+      config.architecture = a.str();
+    if (auto a = dict.getAs<mlir::StringAttr>("name"))
+      config.name = a.str();
+    getInt("vocab_size", config.vocabSize);
+    getInt("hidden_size", config.hiddenSize);
+    getInt("intermediate_size", config.intermediateSize);
+    getInt("num_layers", config.numLayers);
+    getInt("num_heads", config.numHeads);
+    getInt("num_kv_heads", config.numKvHeads);
+    getInt("head_dim", config.headDim);
+    getInt("max_context", config.maxContext);
+    getInt("bos_token_id", config.bosTokenId);
+    getFloat("rms_norm_eps", config.rmsNormEps);
+    getFloat("rope_theta", config.rope.theta);
+    if (auto a = dict.getAs<mlir::BoolAttr>("tie_word_embeddings"))
+      config.tieWordEmbeddings = a.getValue();
+    if (auto a = dict.getAs<mlir::ArrayAttr>("eos_token_ids"))
+      for (mlir::Attribute e : a)
+        if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(e))
+          config.eosTokenIds.push_back(i.getInt());
+    if (config.vocabSize <= 0 || config.hiddenSize <= 0 || config.numLayers <= 0)
+      return module.emitError("'ingot.model' needs positive vocab_size, hidden_size "
+                              "and num_layers");
+
+    // The KV cache operand fixes the cache's dtype and block size.
+    for (mlir::Type t : step.getArgumentTypes()) {
+      if (auto cache = llvm::dyn_cast<mlir::ingot::KvCacheType>(t)) {
+        config.kvDtype = toDType(cache.getElementType());
+        config.kvBlockSize = static_cast<int32_t>(cache.getBlockSize());
+      }
+    }
+    // The compute dtype is the embedding's result element type.
+    step.walk([&](mlir::ingot::EmbeddingOp op) {
+      config.computeDtype = toDType(op.getResult().getType().getElementType());
+    });
+    writer.setModelConfig(std::move(config));
+    return success();
+  }
+
+  /// Adds one tensor per `ingot.weight` op, in program order. A quantized linear's
+  /// weight tensor carries its scheme and the indices of its scale tensors.
+  mlir::LogicalResult collectWeights(mlir::func::FuncOp step) {
+    // Tensor indices follow program order, so they are known before any is added.
+    llvm::SmallVector<mlir::ingot::WeightOp> weights;
+    step.walk([&](mlir::ingot::WeightOp op) {
+      tensorOf[op.getResult()] = static_cast<int32_t>(weights.size());
+      weights.push_back(op);
+    });
+
+    llvm::DenseMap<mlir::Value, QuantScheme> schemes;
+    llvm::DenseSet<mlir::Value> scaleValues; // scales get positive random values
+    mlir::WalkResult result = step.walk([&](mlir::ingot::LinearOp op) {
+      auto quant = op.getQuantAttr();
+      if (!quant)
+        return mlir::WalkResult::advance();
+      if (!tensorOf.count(op.getWeight())) {
+        op.emitError("quantized linear weights must come from ingot.weight");
+        return mlir::WalkResult::interrupt();
+      }
+      QuantScheme scheme;
+      scheme.kind = toQuantKind(quant.getKind());
+      scheme.blockSize = static_cast<uint32_t>(quant.getBlockSize());
+      scheme.zeroKind = toZeroKind(quant.getOffsetKind());
+      llvm::SmallVector<int32_t> scales;
+      for (mlir::Value s : op.getScales()) {
+        auto it = tensorOf.find(s);
+        if (it == tensorOf.end()) {
+          op.emitError("quantization scales must come from ingot.weight");
+          return mlir::WalkResult::interrupt();
+        }
+        scaleValues.insert(s);
+        scales.push_back(it->second);
+      }
+      if (!scales.empty())
+        scheme.scaleTensor = scales[0];
+      if (scales.size() > 1) {
+        if (scheme.kind == schema::QuantKind::Nvfp4)
+          scheme.globalScaleTensor = scales[1];
+        else
+          scheme.zeroTensor = scales[1];
+      }
+      schemes[op.getWeight()] = scheme;
+      return mlir::WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+
+    std::map<std::string, int32_t> names;
+    for (mlir::ingot::WeightOp op : weights) {
+      auto ranked = llvm::cast<mlir::RankedTensorType>(op.getResult().getType());
+      if (!ranked.hasStaticShape())
+        return op.emitError("weights need a static shape");
+      TensorSpec spec;
+      spec.name = op.getName().str();
+      spec.dtype = toDType(ranked.getElementType());
+      if (spec.dtype == schema::DType::Invalid)
+        return op.emitError() << "element type " << ranked.getElementType()
+                              << " has no artifact dtype";
+      spec.shape.assign(ranked.getShape().begin(), ranked.getShape().end());
+      if (auto it = schemes.find(op.getResult()); it != schemes.end())
+        spec.quant = it->second;
+      if (!names.emplace(spec.name, tensorOf[op.getResult()]).second)
+        return op.emitError() << "duplicate weight name '" << spec.name << "'";
+      if (options.weights == WeightSource::Dummy) {
+        writer.addTensor(std::move(spec));
+        continue;
+      }
+      std::vector<uint8_t> bytes;
+      fillRandomWeights(spec.dtype, static_cast<uint64_t>(ranked.getNumElements()),
+                        options.seed, spec.name, kRandomWeightAmplitude,
+                        scaleValues.contains(op.getResult()), bytes);
+      writer.addTensor(std::move(spec), std::move(bytes));
+    }
+    return success();
+  }
+
+  int32_t addBuffer(Program &program, mlir::Value value, std::string name,
+                    schema::BufferKind kind) {
+    Buffer buffer;
+    buffer.name = std::move(name);
+    buffer.kind = kind;
+    if (auto cache = llvm::dyn_cast<mlir::ingot::KvCacheType>(value.getType())) {
+      buffer.kind = schema::BufferKind::KvCache;
+      buffer.dtype = toDType(cache.getElementType());
+      // [num_blocks (dynamic), layers, K/V, block_size, kv_heads, head_dim]
+      buffer.shape = {-1, cache.getNumLayers(), 2, cache.getBlockSize(),
+                      cache.getNumKvHeads(), cache.getHeadDim()};
+    } else if (auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(value.getType())) {
+      buffer.dtype = toDType(ranked.getElementType());
+      for (int64_t d : ranked.getShape())
+        buffer.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+    }
+    int32_t index = static_cast<int32_t>(program.buffers.size());
+    program.buffers.push_back(std::move(buffer));
+    bufferOf[value] = index;
+    return index;
+  }
+
+  /// Scalar attributes of an op become step params; dialect attributes are spelled out.
+  void lowerParams(mlir::Operation *op, ProgramStep &step) {
+    for (mlir::NamedAttribute attr : op->getAttrs()) {
+      Param p;
+      p.name = attr.getName().str();
+      mlir::Attribute value = attr.getValue();
+      if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(value)) {
+        p.i = i.getValue().getSExtValue();
+      } else if (auto f = llvm::dyn_cast<mlir::FloatAttr>(value)) {
+        p.f = f.getValueAsDouble();
+      } else if (auto b = llvm::dyn_cast<mlir::BoolAttr>(value)) {
+        p.i = b.getValue();
+      } else if (auto rs = llvm::dyn_cast<mlir::ingot::RopeScalingAttr>(value)) {
+        step.params.push_back({"rope_scaling", static_cast<int64_t>(rs.getKind()), 0});
+        step.params.push_back({"rope_factor", 0, rs.getFactor().convertToDouble()});
+        step.params.push_back(
+            {"rope_low_freq_factor", 0, rs.getLowFreqFactor().convertToDouble()});
+        step.params.push_back(
+            {"rope_high_freq_factor", 0, rs.getHighFreqFactor().convertToDouble()});
+        step.params.push_back({"rope_original_max_position", rs.getOriginalMaxPosition(), 0});
+        continue;
+      } else {
+        continue; // quant schemes live on the weight tensor; segment sizes are structural
+      }
+      step.params.push_back(std::move(p));
+    }
+  }
+
+  /// Lowers the attention op's regions to bytecode; identical variants are shared.
+  mlir::FailureOr<int32_t> lowerAttentionVariant(mlir::ingot::AttentionOp op) {
+    if (!op.hasMask() && !op.hasScore())
+      return -1;
+    llvm::SmallVector<mlir::Type> extraTypes;
+    for (mlir::Value v : op.getExtra())
+      extraTypes.push_back(v.getType());
+    AttentionVariant variant;
+    if (op.hasMask()) {
+      auto bytes = ingot::emitRegionBytecode(op.getMask(), RegionKind::kMask,
+                                               extraTypes);
+      if (failed(bytes))
+        return failure();
+      variant.maskBytecode = std::move(*bytes);
+    }
+    if (op.hasScore()) {
+      auto bytes = ingot::emitRegionBytecode(op.getScore(),
+                                               RegionKind::kScore, extraTypes);
+      if (failed(bytes))
+        return failure();
+      variant.scoreBytecode = std::move(*bytes);
+    }
+    auto key = std::make_pair(variant.maskBytecode, variant.scoreBytecode);
+    auto it = variantOf.find(key);
+    if (it != variantOf.end())
+      return it->second;
+    variant.name = "variant" + std::to_string(variantOf.size());
+    int32_t index = writer.addAttentionVariant(std::move(variant));
+    variantOf.emplace(std::move(key), index);
+    return index;
+  }
+
+  /// Checks the serving-step signature the runtime relies on (see kStepInputs).
+  mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func) {
+    mlir::FunctionType type = func.getFunctionType();
+    if (type.getNumInputs() != kStepInputs.size())
+      return func.emitError() << "a serving step takes " << kStepInputs.size()
+                              << " arguments (tokens, positions, cache, block_tables, "
+                                 "seq_lens, query_start, slot_mapping, logit_rows), found "
+                              << type.getNumInputs();
+    for (auto [i, input] : llvm::enumerate(kStepInputs)) {
+      mlir::Type t = type.getInput(i);
+      bool ok;
+      if (input.rank < 0) {
+        ok = llvm::isa<mlir::ingot::KvCacheType>(t);
+      } else {
+        auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(t);
+        ok = ranked && ranked.getRank() == input.rank &&
+             ranked.getElementType().isSignlessInteger(32);
+      }
+      if (!ok)
+        return func.emitError() << "serving-step argument " << i << " ('" << input.name
+                                << "') must be "
+                                << (input.rank < 0 ? "an !ingot.kv_cache"
+                                    : input.rank == 1 ? "a tensor<?xi32>"
+                                                      : "a tensor<?x?xi32>")
+                                << ", found " << t;
+    }
+    if (type.getNumResults() != 2 ||
+        !llvm::isa<mlir::RankedTensorType>(type.getResult(0)) ||
+        !llvm::isa<mlir::ingot::KvCacheType>(type.getResult(1)))
+      return func.emitError("a serving step returns (logits, updated kv cache)");
+    return success();
+  }
+
+  mlir::LogicalResult lowerProgram(mlir::func::FuncOp func, Program &program) {
+    if (failed(verifyStepSignature(func)))
+      return failure();
+    for (mlir::BlockArgument arg : func.getArguments())
+      addBuffer(program, arg, kStepInputs[arg.getArgNumber()].name,
+                schema::BufferKind::Input);
+    for (mlir::Operation &op : func.getBody().front()) {
+      if (llvm::isa<mlir::ingot::WeightOp>(op))
+        continue;
+      if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
+        for (mlir::Value v : ret.getOperands()) {
+          auto it = bufferOf.find(v);
+          if (it == bufferOf.end())
+            return ret.emitError("returned value is not produced by a program step");
+          if (program.buffers[it->second].kind == schema::BufferKind::Activation)
+            program.buffers[it->second].kind = schema::BufferKind::Output;
+        }
+        continue;
+      }
+      ProgramStep step;
+      step.op = stepKind(&op);
+      if (step.op == schema::OpKind::Invalid)
+        return op.emitError("op has no artifact program step (not an ingot model op)");
+      for (mlir::Value v : op.getOperands()) {
+        if (auto t = tensorOf.find(v); t != tensorOf.end()) {
+          step.weights.push_back(t->second);
+          continue;
+        }
+        auto b = bufferOf.find(v);
+        if (b == bufferOf.end())
+          return op.emitError("operand is neither a weight nor a program buffer");
+        step.inputs.push_back(b->second);
+      }
+      for (mlir::OpResult r : op.getResults()) {
+        // kv_write updates the pool in place: its result is the cache operand's buffer.
+        if (auto write = llvm::dyn_cast<mlir::ingot::KvWriteOp>(op)) {
+          int32_t cache = bufferOf.lookup(write.getCache());
+          bufferOf[r] = cache;
+          step.outputs.push_back(cache);
+          continue;
+        }
+        std::string name = op.getName().stripDialect().str() + "." +
+                           std::to_string(program.steps.size());
+        step.outputs.push_back(addBuffer(program, r, name, schema::BufferKind::Activation));
+      }
+      lowerParams(&op, step);
+      if (auto attn = llvm::dyn_cast<mlir::ingot::AttentionOp>(op)) {
+        auto variant = lowerAttentionVariant(attn);
+        if (failed(variant))
+          return failure();
+        step.attentionVariant = *variant;
+      }
+      program.steps.push_back(std::move(step));
+    }
+    return success();
+  }
+
+  mlir::ModuleOp module;
+  const LoweringOptions &options;
+  ArtifactWriter &writer;
+  llvm::DenseMap<mlir::Value, int32_t> tensorOf;
+  llvm::DenseMap<mlir::Value, int32_t> bufferOf;
+  std::map<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>, int32_t> variantOf;
+};
+
+} // namespace
+
+mlir::LogicalResult lowerModuleToArtifact(mlir::ModuleOp module,
+                                          const LoweringOptions &options,
+                                          ArtifactWriter &writer) {
+  return ArtifactLowering(module, options, writer).run();
+}
+
+} // namespace ingot::compiler

@@ -1,0 +1,31 @@
+//===- Pipeline.cpp - the compile pass pipeline ---------------------------===//
+#include "compiler/driver/Pipeline.h"
+
+#include "dialects/ingot/IngotDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace ingot::compiler {
+
+void registerCompilerDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::ingot::IngotDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::math::MathDialect>();
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module) {
+  if (mlir::failed(mlir::verify(module)))
+    return mlir::failure();
+  mlir::PassManager pm(module.getContext());
+  buildCompilePipeline(pm);
+  return pm.run(module);
+}
+
+} // namespace ingot::compiler

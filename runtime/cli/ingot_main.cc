@@ -1,0 +1,71 @@
+// The `ingot` command-line tool: one binary, one subcommand per user task.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/cli/inspect_command.h"
+#include "runtime/version.h"
+#ifdef INGOT_HAVE_COMPILER
+#include "compiler/driver/CompileCommand.h"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"Ingot: ahead-of-time compiler and serving runtime for LLMs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ingot ") + ingot::kVersion);
+
+  // ingot inspect
+  std::string inspect_path;
+  bool inspect_verify = false;
+  CLI::App* inspect = app.add_subcommand("inspect", "Print an artifact's manifest in human form");
+  inspect->add_option("artifact", inspect_path, "Path to a .ingot artifact")->required();
+  inspect->add_flag("--verify", inspect_verify, "Also check every tensor's xxh64 checksum");
+
+  // ingot compile
+  std::string compile_input, compile_output;
+  bool emit_mlir = false, dummy_weights = false, random_weights = false;
+  uint64_t seed = 0;
+  CLI::App* compile = app.add_subcommand("compile", "Compile a model into a .ingot artifact");
+  compile->add_option("input", compile_input, "An ingot-dialect module (.mlir)")->required();
+  compile->add_option("-o,--output", compile_output, "Output artifact path");
+  compile->add_flag("--emit-mlir", emit_mlir, "Print the module after the pass pipeline");
+  compile->add_flag("--dummy-weights", dummy_weights,
+                    "Write no weight blob; the runtime fills weights from --seed");
+  compile->add_flag("--random-weights", random_weights,
+                    "Fill the weight blob with seeded pseudo-random values");
+  compile->add_option("--seed", seed, "Seed for --dummy-weights / --random-weights");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*inspect) {
+    return ingot::runInspect(inspect_path, inspect_verify, std::cout, std::cerr);
+  }
+  if (*compile) {
+#ifdef INGOT_HAVE_COMPILER
+    if (compile_output.empty() && !emit_mlir) {
+      std::cerr << "ingot compile: error: give -o OUTPUT or --emit-mlir\n";
+      return 2;
+    }
+    if (dummy_weights && random_weights) {
+      std::cerr << "ingot compile: error: --dummy-weights and --random-weights exclude each other\n";
+      return 2;
+    }
+    ingot::compiler::CompileOptions options;
+    options.input = compile_input;
+    options.output = compile_output;
+    options.emitMlir = emit_mlir;
+    options.dummyWeights = dummy_weights;
+    options.randomWeights = random_weights;
+    options.seed = seed;
+    options.commandLine.assign(argv, argv + argc);
+    return ingot::compiler::runCompile(options, std::cout, std::cerr);
+#else
+    std::cerr << "ingot compile: error: this build has no compiler "
+                 "(configured with -DINGOT_BUILD_COMPILER=OFF)\n";
+    return 2;
+#endif
+  }
+  return 0;
+}
