@@ -1,6 +1,8 @@
 //===- SampleArtifact.cpp - Small, complete artifacts for tests and fuzz seeds -===//
 #include "compiler/artifact/SampleArtifact.h"
 
+#include "runtime/attention/region_examples.h"
+
 #include <memory>
 #include <random>
 
@@ -109,12 +111,12 @@ std::vector<std::vector<uint8_t>> populateSampleArtifact(ArtifactWriter &writer,
 
   AttentionVariant causal;
   causal.name = "causal";
-  causal.maskBytecode = {'I', 'R', 'B', 'C', 1, 0, 0, 0, 5, 6, 7};
+  causal.maskBytecode = causalMaskBytecode();
   causal.deviceFunction = "ingot_mask_causal";
   int32_t causalIndex = writer.addAttentionVariant(causal);
   AttentionVariant softcap;
   softcap.name = "softcap";
-  softcap.scoreBytecode = {'I', 'R', 'B', 'C', 1, 0, 0, 0, 9};
+  softcap.scoreBytecode = softcapScoreBytecode(30.0f);
   writer.addAttentionVariant(softcap);
 
   Program program;

@@ -7,6 +7,7 @@
 
 #include "compiler/artifact/SampleArtifact.h"
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/attention/region_examples.h"
 
 namespace ingot {
 namespace {
@@ -55,6 +56,27 @@ std::string writeTempFile(const std::string& name, const std::string& contents) 
       ::testing::TempDir() + "ingot_bad_input_" + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path, std::ios::binary) << contents;
   return path;
+}
+
+TEST(ArtifactBadInput, RejectsAttentionVariantWithInvalidBytecode) {
+  // Well-formed manifest, but the region bytecode is garbage behind a valid magic.
+  std::vector<uint8_t> bytes = writeWith([](ArtifactWriter& w) {
+    AttentionVariant bad;
+    bad.name = "bad";
+    bad.maskBytecode = {'I', 'R', 'B', 'C', 1, 0, 0, 0, 5, 6, 7};
+    w.addAttentionVariant(bad);
+  });
+  expectRejected(bytes, "attention variant 2 mask bytecode:");
+}
+
+TEST(ArtifactBadInput, RejectsScoreProgramInTheMaskSlot) {
+  std::vector<uint8_t> bytes = writeWith([](ArtifactWriter& w) {
+    AttentionVariant swapped;
+    swapped.name = "swapped";
+    swapped.maskBytecode = softcapScoreBytecode(30.0f);
+    w.addAttentionVariant(swapped);
+  });
+  expectRejected(bytes, "attention variant 2 mask bytecode holds a program of the other");
 }
 
 TEST(ArtifactBadInput, RejectsEmptyFile) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/artifact/dtype_info.h"
+#include "runtime/attention/region_program.h"
 #include "schemas/artifact_header.h"
 
 namespace ingot {
@@ -115,6 +116,31 @@ Status checkPrograms(const schema::Manifest& m) {
   return okStatus();
 }
 
+/// Every attention variant's bytecode must decode (the decoder validates it completely),
+/// and a mask slot must hold a mask program, a score slot a score program.
+Status checkAttentionVariants(const schema::Manifest& m) {
+  if (!m.attention_variants()) return okStatus();
+  for (size_t v = 0; v < m.attention_variants()->size(); ++v) {
+    const schema::AttentionVariantDef* var = m.attention_variants()->Get(v);
+    struct Slot {
+      const flatbuffers::Vector<uint8_t>* bytes;
+      RegionKind kind;
+      const char* name;
+    };
+    for (const Slot& slot : {Slot{var->mask_bytecode(), RegionKind::kMask, "mask"},
+                             Slot{var->score_bytecode(), RegionKind::kScore, "score"}}) {
+      if (!slot.bytes || slot.bytes->size() == 0) continue;
+      StatusOr<RegionProgram> program =
+          decodeRegionBytecode(slot.bytes->data(), slot.bytes->size());
+      std::string what = "attention variant " + std::to_string(v) + " " + slot.name;
+      if (!program.ok()) return dataLoss(what + " bytecode: " + program.status().message());
+      if (program->kind() != slot.kind)
+        return dataLoss(what + " bytecode holds a program of the other region kind");
+    }
+  }
+  return okStatus();
+}
+
 Status checkTokenizer(const schema::TokenizerDef& t) {
   size_t vocab = sizeOf(t.tokens());
   if (t.scores() && t.scores()->size() != 0 && t.scores()->size() != vocab)
@@ -201,6 +227,7 @@ Status checkManifest(const schema::Manifest& m, uint64_t blobSize, bool hasBlob)
           checkTensor(i, *m.tensors()->Get(i), n, worldSize, blobSize, hasBlob));
   }
   INGOT_RETURN_IF_ERROR(checkPrograms(m));
+  INGOT_RETURN_IF_ERROR(checkAttentionVariants(m));
   if (m.tokenizer()) INGOT_RETURN_IF_ERROR(checkTokenizer(*m.tokenizer()));
   return okStatus();
 }

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <sstream>
 #include <string_view>
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/artifact/dtype_info.h"
+#include "runtime/attention/region_disassembler.h"
+#include "runtime/attention/region_program.h"
 
 namespace ingot {
 namespace {
@@ -287,6 +290,14 @@ void printVariants(const schema::Manifest& m, std::ostream& out) {
                        printable(var->name()), code(var->mask_bytecode(), "none (all visible)"),
                        code(var->score_bytecode(), "none (identity)"),
                        count(var->device_function()) ? printable(var->device_function()) : "-");
+    // The reader has decoded every variant already; print what the CPU backend runs.
+    for (const Vector<uint8_t>* bytes : {var->mask_bytecode(), var->score_bytecode()}) {
+      if (!bytes || bytes->size() == 0) continue;
+      StatusOr<RegionProgram> program = decodeRegionBytecode(bytes->data(), bytes->size());
+      if (!program.ok()) continue;
+      std::istringstream lines(disassembleRegion(*program));
+      for (std::string line; std::getline(lines, line);) out << "      " << line << "\n";
+    }
   }
 }
 

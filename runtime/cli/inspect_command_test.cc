@@ -58,7 +58,11 @@ TEST(InspectCommand, PrintsEveryPartOfTheManifest) {
                        "ingot_rms_norm_bf16 epsilon=1e-05");
   expectContains(text, "variant causal layer=0 scale=0.5");
   expectContains(text, "program 1 \"draft\" (draft): 0 buffers, 0 steps, layers [0]");
-  expectContains(text, "0 causal: mask 11 B, score none (identity), device function ingot_mask_causal");
+  expectContains(text, "0 causal: mask 36 B, score none (identity), device function ingot_mask_causal");
+  // The bytecode is printed as the CPU backend runs it.
+  expectContains(text, "      %2 = cmpi ule, %1, %0 : index\n      yield %2 : i1");
+  expectContains(text, "1 softcap: mask none (all visible), score ");
+  expectContains(text, "tanh");
   expectContains(text, "tensor parallel: world size 1");
   expectContains(text, "compiler: ingot 0.1.0 (sample)");
   expectContains(text, "source: /models/sample-tiny (xxh64 0123456789abcdef)");
