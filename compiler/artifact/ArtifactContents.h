@@ -81,6 +81,8 @@ struct Tokenizer {
   int64_t unkTokenId = -1;
   bool addBos = false;
   bool addEos = false;
+  /// SentencePiece: prepend a space to the text (GGUF tokenizer.ggml.add_space_prefix).
+  bool addSpacePrefix = true;
   std::string chatTemplate;
 };
 

@@ -54,6 +54,7 @@ Offset<schema::TokenizerDef> buildTokenizer(FlatBufferBuilder &fbb,
   b.add_add_bos(t.addBos);
   b.add_add_eos(t.addEos);
   b.add_chat_template(chat);
+  b.add_add_space_prefix(t.addSpacePrefix);
   return b.Finish();
 }
 
