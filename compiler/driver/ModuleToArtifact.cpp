@@ -128,6 +128,8 @@ public:
       : module(module), options(options), writer(writer) {}
 
   mlir::LogicalResult run() {
+    if (options.weights == WeightSource::Checkpoint && !options.checkpoint)
+      return module.emitError("checkpoint weights requested without a checkpoint");
     mlir::func::FuncOp step = findStepFunction();
     if (!step)
       return failure();
@@ -140,6 +142,8 @@ public:
     writer.addProgram(std::move(program));
     if (options.weights == WeightSource::Dummy)
       writer.setDummyWeights(options.seed);
+    if (options.checkpoint && options.checkpoint->hasTokenizer)
+      writer.setTokenizer(options.checkpoint->tokenizer);
     writer.setProvenance(options.provenance);
     return success();
   }
@@ -282,12 +286,38 @@ private:
         writer.addTensor(std::move(spec));
         continue;
       }
+      if (options.weights == WeightSource::Checkpoint) {
+        if (failed(addCheckpointTensor(op, std::move(spec))))
+          return failure();
+        continue;
+      }
       std::vector<uint8_t> bytes;
       fillRandomWeights(spec.dtype, static_cast<uint64_t>(ranked.getNumElements()),
                         options.seed, spec.name, kRandomWeightAmplitude,
                         scaleValues.contains(op.getResult()), bytes);
       writer.addTensor(std::move(spec), std::move(bytes));
     }
+    return success();
+  }
+
+  /// Streams the checkpoint tensor behind `op`'s handle; its shape and dtype must be
+  /// exactly what the module says.
+  mlir::LogicalResult addCheckpointTensor(mlir::ingot::WeightOp op, TensorSpec spec) {
+    const importer::ImportedModel &model = *options.checkpoint;
+    uint64_t handle = op.getHandle();
+    if (handle >= model.tensors.size())
+      return op.emitError() << "weight handle " << handle << " is not in the checkpoint ("
+                            << model.tensors.size() << " tensors)";
+    const importer::ImportedTensor &tensor = model.tensors[handle];
+    if (tensor.shape != spec.shape || tensor.dtype != spec.dtype)
+      return op.emitError() << "weight '" << spec.name
+                            << "' does not match checkpoint tensor '" << tensor.name
+                            << "' in shape or dtype";
+    uint64_t numElements = 1;
+    for (int64_t d : spec.shape)
+      numElements *= static_cast<uint64_t>(d);
+    uint64_t size = packedByteSize(spec.dtype, numElements);
+    writer.addTensor(std::move(spec), size, tensor.produce);
     return success();
   }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/import/ImportedModel.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace ingot::compiler {
@@ -23,11 +24,15 @@ enum class WeightSource {
   Dummy,
   /// Seeded pseudo-random bytes, written into the blob (--random-weights).
   Random,
+  /// The imported checkpoint's tensors, streamed one at a time (weight handle = index).
+  Checkpoint,
 };
 
 struct LoweringOptions {
   WeightSource weights = WeightSource::Dummy;
   uint64_t seed = 0;
+  /// The checkpoint for WeightSource::Checkpoint; it also supplies the tokenizer.
+  const importer::ImportedModel *checkpoint = nullptr;
   Provenance provenance;
 };
 

@@ -27,8 +27,12 @@ int main(int argc, char** argv) {
   std::string compile_input, compile_output;
   bool emit_mlir = false, dummy_weights = false, random_weights = false;
   uint64_t seed = 0;
+  std::string weight_dtype = "bf16";
   CLI::App* compile = app.add_subcommand("compile", "Compile a model into a .ingot artifact");
-  compile->add_option("input", compile_input, "An ingot-dialect module (.mlir)")->required();
+  compile->add_option("input", compile_input, "A GGUF checkpoint or an ingot module (.mlir)")
+      ->required();
+  compile->add_option("--dtype", weight_dtype, "Weight dtype for checkpoints: f32, bf16, f16")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   compile->add_option("-o,--output", compile_output, "Output artifact path");
   compile->add_flag("--emit-mlir", emit_mlir, "Print the module after the pass pipeline");
   compile->add_flag("--dummy-weights", dummy_weights,
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
     options.dummyWeights = dummy_weights;
     options.randomWeights = random_weights;
     options.seed = seed;
+    options.dtype = weight_dtype;
     options.commandLine.assign(argv, argv + argc);
     return ingot::compiler::runCompile(options, std::cout, std::cerr);
 #else

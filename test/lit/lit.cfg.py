@@ -30,3 +30,10 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # `ingot` (the user CLI, test/lit/driver) is found through PATH: a substitution for the
 # bare word would also rewrite "ingot" inside other tool names.
+
+# The real model (scripts/fetch_model.sh; scripts/test.sh exports its path). Tests that need
+# it say `REQUIRES: smollm2`.
+smollm2 = os.environ.get("INGOT_SMOLLM2_GGUF")
+if smollm2 and os.path.isfile(smollm2):
+    config.available_features.add("smollm2")
+    config.substitutions.append(("%smollm2", smollm2))

@@ -1,0 +1,66 @@
+//===- ImportedModel.h - a checkpoint as the importers see it ----*- C++ -*-===//
+//
+// What every importer (GGUF, Hugging Face) produces and the module builder consumes:
+// the model config, the tokenizer, and a table of tensors under canonical (Hugging Face)
+// names whose bytes are produced on demand, one tensor at a time, straight from the
+// memory-mapped checkpoint. Plain C++: no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/artifact/ArtifactContents.h"
+#include "compiler/artifact/ArtifactWriter.h"
+
+namespace ingot::importer {
+
+/// One tensor of the checkpoint, in the layout the ingot dialect expects: linear weights
+/// [out, in] row-major, Q/K rows in Hugging Face (rotate-half RoPE) order.
+struct ImportedTensor {
+  /// Canonical name, e.g. "model.layers.3.self_attn.q_proj.weight".
+  std::string name;
+  /// Logical shape in elements.
+  std::vector<int64_t> shape;
+  /// Element type written to the artifact.
+  schema::DType dtype = schema::DType::F32;
+  /// Streams exactly the packed bytes of `shape` x `dtype`.
+  TensorProducer produce;
+};
+
+/// Architecture-level facts that change the graph, beyond the numbers in ModelConfig.
+struct GraphFeatures {
+  /// q/k/v projections carry a bias (Qwen2).
+  bool attentionBias = false;
+};
+
+struct ImportedModel {
+  ModelConfig config;
+  GraphFeatures features;
+  bool hasTokenizer = false;
+  Tokenizer tokenizer;
+  /// Handle = index into this table.
+  std::vector<ImportedTensor> tensors;
+  /// Where the checkpoint came from (for provenance) and its hash, 0 when not hashed.
+  std::string source;
+  uint64_t sourceXxh64 = 0;
+
+  /// Index of the tensor named `name`, or -1.
+  int32_t find(const std::string &name) const {
+    auto it = index.find(name);
+    return it == index.end() ? -1 : it->second;
+  }
+  void add(ImportedTensor tensor) {
+    index[tensor.name] = static_cast<int32_t>(tensors.size());
+    tensors.push_back(std::move(tensor));
+  }
+
+private:
+  std::map<std::string, int32_t> index;
+};
+
+} // namespace ingot::importer
