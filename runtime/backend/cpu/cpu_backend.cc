@@ -1,0 +1,245 @@
+// CpuBackend: step-by-step execution of programs[0] with threads and run-time-chosen SIMD.
+#include "runtime/backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "runtime/backend/cpu/cpu_ops.h"
+#include "runtime/backend/cpu/paged_attention.h"
+#include "runtime/backend/cpu/program_plan.h"
+#include "runtime/backend/cpu/thread_pool.h"
+#include "runtime/backend/cpu/weight_store.h"
+
+namespace ingot {
+namespace {
+
+using schema::OpKind;
+
+/// Below this much work (multiply-adds or elements) a loop runs on the calling thread:
+/// waking the workers costs more than it saves.
+constexpr int64_t kMinParallelMacs = 1 << 16;
+constexpr int64_t kMinParallelElements = 1 << 14;
+/// Linear layers split their output rows in multiples of the kernels' row tile.
+constexpr int64_t kRowGrain = 4;
+
+}  // namespace
+
+CpuBackend::CpuBackend() = default;
+CpuBackend::~CpuBackend() = default;
+
+int CpuBackend::numThreads() const { return pool_->size(); }
+uint64_t CpuBackend::matrixBytes() const { return plan_->matrix_bytes; }
+
+StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifact,
+                                                         const CpuBackendOptions& options) {
+  std::unique_ptr<CpuBackend> b(new CpuBackend());
+  b->artifact_ = &artifact;
+  const SimdLevel best = detectSimdLevel();
+  const SimdLevel level = options.simd.value_or(best);
+  if (level > best)
+    return unimplemented(std::string("cpu backend: this CPU does not support ") +
+                         simdLevelName(level));
+  b->kernels_ = &cpuKernels(level);
+  b->weights_ = std::make_unique<WeightStore>(artifact);
+  StatusOr<ProgramPlan> plan = planProgram(artifact, *b->weights_);
+  if (!plan.ok()) return plan.status().withPrefix("cpu backend");
+  b->plan_ = std::make_unique<ProgramPlan>(std::move(*plan));
+
+  const schema::ModelConfigDef& config = *artifact.manifest().config();
+  b->shape_.vocab_size = config.vocab_size();
+  b->shape_.kv_block_size = static_cast<int32_t>(b->plan_->kv_layout.block_size);
+  int64_t blocks = options.num_kv_blocks;
+  if (blocks == 0)
+    blocks = (std::max<int64_t>(config.max_context(), 1) + b->shape_.kv_block_size - 1) /
+             b->shape_.kv_block_size;
+  if (blocks < 0) return invalidArgument("cpu backend: negative num_kv_blocks");
+  b->num_kv_blocks_ = blocks;
+  const int64_t blockFloats = b->plan_->kv_layout.blockFloats();
+  if (blocks > 0 && blockFloats > INT64_MAX / static_cast<int64_t>(sizeof(float)) / blocks)
+    return invalidArgument("cpu backend: a KV pool of " + std::to_string(blocks) +
+                           " blocks is too large");
+  try {
+    b->kv_pool_.assign(static_cast<size_t>(blocks * blockFloats), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return failedPrecondition("cpu backend: cannot allocate a KV pool of " +
+                              std::to_string(blocks * blockFloats * sizeof(float)) + " bytes");
+  }
+
+  int threads = options.num_threads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  b->pool_ = std::make_unique<ThreadPool>(threads);
+  b->attention_scratch_ = std::make_unique<AttentionScratch>();
+  b->slots_.resize(b->plan_->slot_widths.size());
+  return b;
+}
+
+Status CpuBackend::copyKvBlocks(int64_t src, int64_t dst) {
+  if (src < 0 || src >= num_kv_blocks_ || dst < 0 || dst >= num_kv_blocks_)
+    return invalidArgument("copyKvBlocks: block " + std::to_string(src < 0 || src >= num_kv_blocks_
+                                                                        ? src : dst) +
+                           " is outside the pool of " + std::to_string(num_kv_blocks_));
+  if (src == dst) return okStatus();
+  const int64_t n = plan_->kv_layout.blockFloats();
+  std::memcpy(kv_pool_.data() + dst * n, kv_pool_.data() + src * n, n * sizeof(float));
+  return okStatus();
+}
+
+float* CpuBackend::bufferData(int32_t buffer) {
+  return slots_[plan_->buffers[buffer].slot].data();
+}
+
+Status CpuBackend::step(const StepInputs& inputs, std::vector<float>* logits) {
+  INGOT_RETURN_IF_ERROR(inputs.validate(shape_, num_kv_blocks_));
+  if (static_cast<int32_t>(inputs.extra_inputs.size()) < plan_->num_extra_inputs)
+    return invalidArgument("step: the program takes " + std::to_string(plan_->num_extra_inputs) +
+                           " extra inputs, " + std::to_string(inputs.extra_inputs.size()) +
+                           " given");
+  // Region operands are checked before anything runs, so a bad one leaves the pool as is.
+  for (const PlannedStep& s : plan_->steps) {
+    if (s.op != OpKind::Attention || s.extra_inputs.empty()) continue;
+    std::vector<RegionOperandView> views;
+    for (int32_t e : s.extra_inputs) views.push_back(inputs.extra_inputs[e]);
+    for (const RegionProgram* p : {s.attention.variant.mask, s.attention.variant.score})
+      if (p) INGOT_RETURN_IF_ERROR(p->checkOperands(views.data(), views.size()));
+  }
+  num_tokens_ = inputs.numTokens();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const size_t need = static_cast<size_t>(num_tokens_ * plan_->slot_widths[i]);
+    if (slots_[i].size() < need) slots_[i].resize(need);
+  }
+  logits->assign(inputs.logit_rows.size() * static_cast<size_t>(shape_.vocab_size), 0.0f);
+  if (num_tokens_ == 0) return okStatus();
+  for (size_t i = 0; i < plan_->steps.size(); ++i)
+    INGOT_RETURN_IF_ERROR(runStep(i, inputs, logits));
+  return okStatus();
+}
+
+Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float>* logits) {
+  const PlannedStep& s = plan_->steps[index];
+  const int64_t T = num_tokens_;
+  ThreadPool& pool = *pool_;
+  // Row-parallel loop over the T tokens, inline when the work is small.
+  auto rows = [&](int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
+    if (T * width < kMinParallelElements) fn(0, T);
+    else pool.parallelRanges(T, 1, fn);
+  };
+  auto linear = [&](const LinearArgs& args, int64_t N) {
+    const LinearKernel kernel = kernels_->linear[static_cast<int>(args.w_type)];
+    if (args.T * N * args.K < kMinParallelMacs) kernel(args, 0, N);
+    else pool.parallelRanges(N, kRowGrain, [&](int64_t n0, int64_t n1) { kernel(args, n0, n1); });
+  };
+
+  switch (s.op) {
+    case OpKind::Embedding: {
+      float* out = bufferData(s.outputs[0]);
+      const int64_t D = s.weight.cols();
+      rows(D, [&](int64_t t0, int64_t t1) {
+        embeddingRows(in.tokens.data(), s.weight.data, s.weight.type, D, out, t0, t1);
+      });
+      return okStatus();
+    }
+    case OpKind::RmsNorm:
+    case OpKind::LayerNorm: {
+      const float* x = bufferData(s.inputs[0]);
+      float* out = bufferData(s.outputs[0]);
+      const int64_t D = plan_->buffers[s.inputs[0]].width;
+      const bool layer = s.op == OpKind::LayerNorm;
+      rows(D, [&](int64_t t0, int64_t t1) {
+        if (layer) layerNormRows(x, s.norm, s.bias, D, s.epsilon, out, t0, t1);
+        else rmsNormRows(x, s.norm, D, s.epsilon, out, t0, t1);
+      });
+      return okStatus();
+    }
+    case OpKind::Linear: {
+      LinearArgs a;
+      a.K = s.weight.cols();
+      a.x = bufferData(s.inputs[0]);
+      a.x_stride = a.K;
+      a.w = s.weight.data;
+      a.w_type = s.weight.type;
+      a.bias = s.bias;
+      a.y = bufferData(s.outputs[0]);
+      a.y_stride = s.weight.rows();
+      a.T = T;
+      linear(a, s.weight.rows());
+      return okStatus();
+    }
+    case OpKind::Rope: {
+      const float* x = bufferData(s.inputs[0]);
+      float* out = bufferData(s.outputs[0]);
+      rows(s.num_heads * s.head_dim, [&](int64_t t0, int64_t t1) {
+        ropeRows(x, in.positions.data(), s.inv_freq, s.num_heads, s.head_dim, out, t0, t1);
+      });
+      return okStatus();
+    }
+    case OpKind::KvWrite: {
+      const float* k = bufferData(s.inputs[1]);
+      const float* v = bufferData(s.inputs[2]);
+      float* cache = kv_pool_.data();
+      rows(2 * plan_->kv_layout.rowFloats(), [&](int64_t t0, int64_t t1) {
+        kvWriteRows(cache, plan_->kv_layout, s.layer, k, v, in.slot_mapping.data(), t0, t1);
+      });
+      return okStatus();
+    }
+    case OpKind::Attention: {
+      AttentionBatch batch;
+      batch.block_tables = in.block_tables.data();
+      batch.max_blocks = in.max_blocks_per_request;
+      batch.seq_lens = in.seq_lens.data();
+      batch.query_start = in.query_start.data();
+      batch.num_requests = in.num_requests;
+      batch.num_tokens = T;
+      AttentionParams params = s.attention;
+      std::vector<RegionOperandView> extra;
+      for (int32_t e : s.extra_inputs) extra.push_back(in.extra_inputs[e]);
+      params.extra = extra.data();
+      params.num_extra = extra.size();
+      Status st = pagedAttention(bufferData(s.inputs[0]), kv_pool_.data(), plan_->kv_layout,
+                                 batch, params, bufferData(s.outputs[0]), pool, *kernels_,
+                                 *attention_scratch_);
+      return st.withPrefix("step " + std::to_string(index) + " (attention)");
+    }
+    case OpKind::SiluMul:
+    case OpKind::GeluMul:
+    case OpKind::Add: {
+      const float* a = bufferData(s.inputs[0]);
+      const float* b = bufferData(s.inputs[1]);
+      float* out = bufferData(s.outputs[0]);
+      const int64_t W = plan_->buffers[s.outputs[0]].width;
+      rows(W, [&](int64_t t0, int64_t t1) {
+        if (s.op == OpKind::SiluMul) siluMulRange(a, b, out, t0 * W, t1 * W);
+        else if (s.op == OpKind::GeluMul) geluMulRange(a, b, out, t0 * W, t1 * W);
+        else addRange(a, b, out, t0 * W, t1 * W);
+      });
+      return okStatus();
+    }
+    case OpKind::Logits: {
+      const float* hidden = bufferData(s.inputs[0]);
+      const int64_t D = s.weight.cols(), V = s.weight.rows();
+      const int64_t L = static_cast<int64_t>(in.logit_rows.size());
+      if (L == 0) return okStatus();
+      if (static_cast<int64_t>(gathered_.size()) < L * D) gathered_.resize(L * D);
+      for (int64_t r = 0; r < L; ++r)
+        std::memcpy(gathered_.data() + r * D, hidden + in.logit_rows[r] * D, D * sizeof(float));
+      LinearArgs a;
+      a.x = gathered_.data();
+      a.x_stride = D;
+      a.w = s.weight.data;
+      a.w_type = s.weight.type;
+      a.y = logits->data();
+      a.y_stride = V;
+      a.T = L;
+      a.K = D;
+      linear(a, V);
+      return okStatus();
+    }
+    default:
+      return internalError("step " + std::to_string(index) + ": op not planned");
+  }
+}
+
+}  // namespace ingot

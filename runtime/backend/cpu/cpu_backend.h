@@ -1,0 +1,88 @@
+// CpuBackend: runs an artifact's serving-step program on the CPU over a paged f32 KV pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/cpu/kernels.h"
+#include "runtime/backend/cpu/simd_level.h"
+#include "runtime/backend/step_inputs.h"
+#include "runtime/base/status.h"
+
+namespace ingot {
+
+struct CpuBackendOptions {
+  /// Worker threads including the caller; 0 = std::thread::hardware_concurrency().
+  int num_threads = 0;
+  /// Blocks in the KV pool; 0 = enough for one sequence of the model's max_context.
+  int64_t num_kv_blocks = 0;
+  /// Kernel flavour; unset = the best the CPU supports (detectSimdLevel()). A level the
+  /// CPU lacks is an error.
+  std::optional<SimdLevel> simd;
+};
+
+struct ProgramPlan;
+class ThreadPool;
+class WeightStore;
+struct AttentionScratch;
+
+/// The reference backend. Executes programs[0] step by step (embedding, rms_norm,
+/// layer_norm, linear with f32/f16/bf16 weights, rope, kv_write, paged attention with the
+/// variant's mask/score bytecode, silu_mul, gelu_mul, add, logits). Weights are read
+/// straight from the artifact's mapping: the artifact must outlive the backend.
+/// One query token or many, alone or batched, give bitwise-identical logits for a request.
+/// Not thread-safe: one step at a time.
+class CpuBackend {
+ public:
+  /// Checks and lowers the program, maps the weights (or fills dummy ones) and allocates
+  /// the KV pool [num_blocks, layers, 2, block_size, kv_heads, head_dim] (zeroed).
+  /// Quantized weights, non-f32 KV and unknown ops are reported here, not at step().
+  static StatusOr<std::unique_ptr<CpuBackend>> create(const Artifact& artifact,
+                                                      const CpuBackendOptions& options);
+  ~CpuBackend();
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+
+  /// Runs one batched step: writes the new tokens' K/V into the pool and sets `logits` to
+  /// [inputs.logit_rows.size(), vocab] row-major. Invalid inputs (StepInputs::validate,
+  /// extra operands) are rejected before anything runs; a region that traps during
+  /// attention fails the step after this step's K/V were written.
+  Status step(const StepInputs& inputs, std::vector<float>* logits);
+
+  /// Copies every layer's K and V of block `src` to block `dst` (copy-on-write).
+  Status copyKvBlocks(int64_t src, int64_t dst);
+
+  const ModelShape& modelShape() const { return shape_; }
+  int64_t numKvBlocks() const { return num_kv_blocks_; }
+  int64_t vocabSize() const { return shape_.vocab_size; }
+  SimdLevel simdLevel() const { return kernels_->level; }
+  int numThreads() const;
+  /// Bytes of every linear and logits weight matrix: what one decode token must read.
+  uint64_t matrixBytes() const;
+  /// The KV pool (tests, debugging).
+  const float* kvPool() const { return kv_pool_.data(); }
+  size_t kvPoolFloats() const { return kv_pool_.size(); }
+
+ private:
+  CpuBackend();
+  float* bufferData(int32_t buffer);
+  Status runStep(size_t index, const StepInputs& inputs, std::vector<float>* logits);
+
+  const Artifact* artifact_ = nullptr;
+  const CpuKernels* kernels_ = nullptr;
+  std::unique_ptr<WeightStore> weights_;
+  std::unique_ptr<ProgramPlan> plan_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<AttentionScratch> attention_scratch_;
+  ModelShape shape_;
+  int64_t num_kv_blocks_ = 0;
+  std::vector<float> kv_pool_;
+  std::vector<std::vector<float>> slots_;  // activation storage, reused across steps
+  std::vector<float> gathered_;            // logits: the gathered hidden rows
+  int64_t num_tokens_ = 0;                 // T of the step in progress
+};
+
+}  // namespace ingot

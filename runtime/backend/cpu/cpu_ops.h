@@ -1,0 +1,54 @@
+// Row-wise CPU implementations of the small ops: embedding, norms, rope, activations, KV writes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/backend/cpu/kernels.h"
+
+namespace ingot {
+
+/// out[t, :] = table[tokens[t], :] as f32, for t in [t0, t1). `table` is [V, dim].
+void embeddingRows(const int32_t* tokens, const void* table, WeightType type, int64_t dim,
+                   float* out, int64_t t0, int64_t t1);
+
+/// out[t, :] = x[t, :] / sqrt(mean(x[t, :]^2) + eps) * w, as in Hugging Face LlamaRMSNorm.
+void rmsNormRows(const float* x, const float* w, int64_t dim, float eps, float* out, int64_t t0,
+                 int64_t t1);
+
+/// out[t, :] = (x - mean) / sqrt(var + eps) * w + b (biased variance), as torch LayerNorm.
+void layerNormRows(const float* x, const float* w, const float* b, int64_t dim, float eps,
+                   float* out, int64_t t0, int64_t t1);
+
+/// RoPE scaling kinds, numbered as the dialect's RopeScalingKind (the step param
+/// `rope_scaling`).
+enum class RopeScaling : int { kNone = 0, kLinear = 1, kLlama3 = 2, kYarn = 3 };
+
+struct RopeScalingParams {
+  RopeScaling kind = RopeScaling::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 0;
+};
+
+/// The rotary_dim / 2 inverse frequencies theta^(-2i / rotary_dim), rescaled as Hugging
+/// Face's rope init functions do for linear and llama3 scaling (yarn is not handled here).
+/// Rounded to f32 like Hugging Face's inv_freq buffer.
+std::vector<float> ropeInverseFrequencies(double theta, int64_t rotary_dim,
+                                          const RopeScalingParams& scaling);
+
+/// Rotate-half RoPE on x[t] = [num_heads, head_dim]: for i < rotary_dim / 2 the pair
+/// (x[i], x[i + rotary_dim / 2]) of each head rotates by positions[t] * inv_freq[i]
+/// (angle computed in f32 as Hugging Face does); dims past rotary_dim pass through.
+void ropeRows(const float* x, const int32_t* positions, const std::vector<float>& inv_freq,
+              int64_t num_heads, int64_t head_dim, float* out, int64_t t0, int64_t t1);
+
+/// out[i] = silu(gate[i]) * up[i] over a flat range.
+void siluMulRange(const float* gate, const float* up, float* out, int64_t begin, int64_t end);
+/// out[i] = gelu(gate[i]) * up[i], GELU in its tanh form (gelu_pytorch_tanh).
+void geluMulRange(const float* gate, const float* up, float* out, int64_t begin, int64_t end);
+/// out[i] = a[i] + b[i].
+void addRange(const float* a, const float* b, float* out, int64_t begin, int64_t end);
+
+}  // namespace ingot

@@ -1,0 +1,50 @@
+// CpuKernels: the vectorized inner loops of the CPU backend, one table per SimdLevel.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/backend/cpu/simd_level.h"
+
+namespace ingot {
+
+/// Element type of a linear layer's weight as the kernels read it (from the mapping).
+enum class WeightType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+constexpr int kNumWeightTypes = 3;
+
+/// y[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for t < T.
+struct LinearArgs {
+  const float* x = nullptr;  ///< [T, x_stride] f32 rows
+  int64_t x_stride = 0;
+  const void* w = nullptr;   ///< [N, K] row-major, elements of type `w_type`
+  WeightType w_type = WeightType::kF32;
+  const float* bias = nullptr;  ///< [N] or null
+  float* y = nullptr;           ///< [T, y_stride]
+  int64_t y_stride = 0;
+  int64_t T = 0;
+  int64_t K = 0;
+};
+
+/// Computes the outputs of rows [n_begin, n_end) of w for every token. Each y[t, n] is
+/// reduced in an order that depends only on K (never on T, the row range or the thread),
+/// so one token or many, alone or batched, give bitwise-identical results.
+using LinearKernel = void (*)(const LinearArgs& args, int64_t n_begin, int64_t n_end);
+
+struct CpuKernels {
+  SimdLevel level = SimdLevel::kScalar;
+  LinearKernel linear[kNumWeightTypes] = {};
+  /// sum_i a[i] * b[i]
+  float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
+  /// y[i] += alpha * x[i]
+  void (*axpy)(float alpha, const float* x, float* y, int64_t n) = nullptr;
+};
+
+/// The kernel table for `level` (which the CPU must support).
+const CpuKernels& cpuKernels(SimdLevel level);
+
+// One table per instruction set (kernels_<isa>.cc); the AVX ones fall back to the scalar
+// table when the compiler cannot target x86.
+const CpuKernels& scalarKernels();
+const CpuKernels& avx2Kernels();
+const CpuKernels& avx512Kernels();
+
+}  // namespace ingot

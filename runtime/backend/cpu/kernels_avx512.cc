@@ -1,0 +1,181 @@
+// AVX-512 kernels (16 f32 lanes), compiled for that target only and chosen at run time.
+#include "runtime/backend/cpu/kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+// Everything below is compiled for AVX-512. Only internal-linkage code lives in this
+// region (no std templates are instantiated), so no AVX-512 copy of a shared inline
+// function can leak into code that runs on older CPUs.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+
+namespace ingot {
+namespace {
+
+constexpr int kLanes = 16;
+/// Tokens per micro-tile x weight rows per micro-tile: 4 x 4 = 16 accumulators, plus 4
+/// weight vectors and one x vector, in 32 zmm registers.
+constexpr int kTileTokens = 4;
+constexpr int kTileRows = 4;
+/// Tokens whose x rows stay in L2 while weight rows stream past (64 x K f32).
+constexpr int64_t kTokenChunk = 64;
+/// Bytes per prefetch (a cache line).
+constexpr int64_t kPrefetchBytes = 64;
+
+template <WeightType W>
+inline __m512 loadW(const void* w, int64_t i) {
+  if constexpr (W == WeightType::kF32) {
+    return _mm512_loadu_ps(static_cast<const float*>(w) + i);
+  } else if constexpr (W == WeightType::kBF16) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        static_cast<const uint16_t*>(w) + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        static_cast<const uint16_t*>(w) + i));
+    return _mm512_cvtph_ps(h);
+  }
+}
+
+template <WeightType W>
+inline __m512 loadWMasked(const void* w, int64_t i, __mmask16 m) {
+  if constexpr (W == WeightType::kF32) {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + i);
+  } else if constexpr (W == WeightType::kBF16) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i);
+    return _mm512_cvtph_ps(h);
+  }
+}
+
+inline int64_t elementBytes(WeightType w) { return w == WeightType::kF32 ? 4 : 2; }
+
+/// MT tokens x NR weight rows starting at token t and row n: one accumulator per output,
+/// K in steps of 16 then one masked step, then a fixed horizontal reduction.
+template <WeightType W, int MT, int NR>
+inline void tile(const LinearArgs& a, int64_t t, int64_t n) {
+  const int64_t K = a.K;
+  const char* wbase = static_cast<const char*>(a.w);
+  const int64_t rowBytes = K * elementBytes(W);
+  const void* wr[NR];
+  for (int r = 0; r < NR; ++r) wr[r] = wbase + (n + r) * rowBytes;
+  const float* xr[MT];
+  for (int i = 0; i < MT; ++i) xr[i] = a.x + (t + i) * a.x_stride;
+
+  __m512 acc[MT][NR];
+  for (int i = 0; i < MT; ++i)
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  int64_t k = 0;
+  // Decode streams the weights once: prefetch the next row tile at the same column, one
+  // tile ahead, so the short row streams never stall on DRAM latency.
+  const char* ahead[NR];
+  for (int r = 0; r < NR; ++r) ahead[r] = static_cast<const char*>(wr[r]) + NR * rowBytes;
+  for (; k + kLanes <= K; k += kLanes) {
+    if ((k * elementBytes(W)) % kPrefetchBytes == 0)
+      for (int r = 0; r < NR; ++r)
+        _mm_prefetch(ahead[r] + k * elementBytes(W), _MM_HINT_T0);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = loadW<W>(wr[r], k);
+    for (int i = 0; i < MT; ++i) {
+      const __m512 xv = _mm512_loadu_ps(xr[i] + k);
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);
+    }
+  }
+  if (k < K) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (K - k)) - 1u);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = loadWMasked<W>(wr[r], k, m);
+    for (int i = 0; i < MT; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(m, xr[i] + k);
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < MT; ++i) {
+    float* y = a.y + (t + i) * a.y_stride;
+    for (int r = 0; r < NR; ++r) {
+      const float s = _mm512_reduce_add_ps(acc[i][r]);
+      y[n + r] = a.bias ? s + a.bias[n + r] : s;
+    }
+  }
+}
+
+template <WeightType W, int NR>
+inline void rowsForTokens(const LinearArgs& a, int64_t t0, int64_t t1, int64_t n) {
+  int64_t t = t0;
+  for (; t + kTileTokens <= t1; t += kTileTokens) tile<W, kTileTokens, NR>(a, t, n);
+  switch (t1 - t) {
+    case 3: tile<W, 3, NR>(a, t, n); break;
+    case 2: tile<W, 2, NR>(a, t, n); break;
+    case 1: tile<W, 1, NR>(a, t, n); break;
+    default: break;
+  }
+}
+
+template <WeightType W>
+void linearAvx512(const LinearArgs& a, int64_t n0, int64_t n1) {
+  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenChunk) {
+    const int64_t t1 = a.T < t0 + kTokenChunk ? a.T : t0 + kTokenChunk;
+    int64_t n = n0;
+    for (; n + kTileRows <= n1; n += kTileRows) rowsForTokens<W, kTileRows>(a, t0, t1, n);
+    for (; n < n1; ++n) rowsForTokens<W, 1>(a, t0, t1, n);
+  }
+}
+
+float dotAvx512(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+void axpyAvx512(float alpha, const float* x, float* y, int64_t n) {
+  const __m512 av = _mm512_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
+                                          _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+}  // namespace
+}  // namespace ingot
+
+#pragma GCC pop_options
+
+namespace ingot {
+
+const CpuKernels& avx512Kernels() {
+  static const CpuKernels kernels = [] {
+    CpuKernels k;
+    k.level = SimdLevel::kAvx512;
+    k.linear[static_cast<int>(WeightType::kF32)] = linearAvx512<WeightType::kF32>;
+    k.linear[static_cast<int>(WeightType::kF16)] = linearAvx512<WeightType::kF16>;
+    k.linear[static_cast<int>(WeightType::kBF16)] = linearAvx512<WeightType::kBF16>;
+    k.dot = dotAvx512;
+    k.axpy = axpyAvx512;
+    return k;
+  }();
+  return kernels;
+}
+
+}  // namespace ingot
+
+#else  // not x86-64 GCC/Clang
+
+namespace ingot {
+const CpuKernels& avx512Kernels() { return scalarKernels(); }
+}  // namespace ingot
+
+#endif

@@ -1,0 +1,88 @@
+// Paged attention on CPU: GQA over KV blocks, mask/score regions from variant bytecode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/attention/region_program.h"
+#include "runtime/backend/cpu/kernels.h"
+#include "runtime/backend/cpu/thread_pool.h"
+#include "runtime/base/status.h"
+
+namespace ingot {
+
+/// Geometry of the f32 KV pool [num_blocks, layers, 2 (K, V), block_size, kv_heads,
+/// head_dim] (the program's kv_cache buffer).
+struct KvCacheLayout {
+  int64_t num_layers = 0;
+  int64_t block_size = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+
+  int64_t rowFloats() const { return num_kv_heads * head_dim; }
+  int64_t blockFloats() const { return num_layers * 2 * block_size * rowFloats(); }
+  /// Offset (in floats) of the K (kv = 0) or V (kv = 1) row of `slot_in_block` of
+  /// `block` in `layer`; the row holds all kv heads.
+  int64_t rowOffset(int64_t block, int64_t layer, int64_t kv, int64_t slot_in_block) const {
+    return (((block * num_layers + layer) * 2 + kv) * block_size + slot_in_block) * rowFloats();
+  }
+};
+
+/// Writes k[t] and v[t] ([kv_heads * head_dim] each) of tokens [t0, t1) into
+/// slot_mapping[t] of `layer`. Slots must be in range (StepInputs::validate).
+void kvWriteRows(float* cache, const KvCacheLayout& layout, int64_t layer, const float* k,
+                 const float* v, const int32_t* slot_mapping, int64_t t0, int64_t t1);
+
+/// A decoded attention variant plus what the evaluator loop needs to know about it.
+struct AttentionVariantPrograms {
+  const RegionProgram* mask = nullptr;   ///< null: nothing is masked
+  const RegionProgram* score = nullptr;  ///< null: identity
+  /// False when the mask never reads its `h` argument: it is then evaluated once per
+  /// (q, kv) and shared by the heads of a GQA group.
+  bool mask_reads_head = true;
+  /// The mask is exactly `kv <= q` (causal): evaluated natively, without the interpreter.
+  bool mask_is_causal = false;
+
+  /// Fills the flags from the programs' instructions.
+  void analyze();
+};
+
+/// The batch layout shared by every attention step of one serving step.
+struct AttentionBatch {
+  const int32_t* block_tables = nullptr;  ///< [num_requests, max_blocks]
+  int64_t max_blocks = 0;
+  const int32_t* seq_lens = nullptr;      ///< [num_requests]
+  const int32_t* query_start = nullptr;   ///< [num_requests + 1]
+  int64_t num_requests = 0;
+  int64_t num_tokens = 0;
+};
+
+struct AttentionParams {
+  int64_t layer = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  AttentionVariantPrograms variant;
+  const RegionOperandView* extra = nullptr;  ///< the op's extra operands
+  size_t num_extra = 0;
+};
+
+/// Per-worker buffers reused across calls.
+struct AttentionScratch {
+  std::vector<std::vector<float>> scores;
+  std::vector<std::vector<uint8_t>> visible;
+  std::vector<int32_t> request_of_token;
+};
+
+/// out[t, h*D:(h+1)*D] = softmax_kv(score(scale * q.k)) . v for every new token t, over
+/// kv in [0, seq_lens[b]) where the mask holds (q = the token's KV slot within its request,
+/// see the contract in /tmp/ingot-plan3.md). A query with every slot masked gets zeros.
+/// Each output depends only on its own token's inputs, so batching does not change it.
+/// Errors: a region that traps or reads outside an extra operand.
+Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& layout,
+                      const AttentionBatch& batch, const AttentionParams& params, float* out,
+                      ThreadPool& pool, const CpuKernels& kernels, AttentionScratch& scratch);
+
+}  // namespace ingot

@@ -1,0 +1,378 @@
+// planProgram: validates programs[0] once at load so that step() never meets a surprise.
+#include "runtime/backend/cpu/program_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace ingot {
+namespace {
+
+using schema::BufferKind;
+using schema::DType;
+using schema::OpKind;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+const schema::ParamDef* findParam(const schema::ProgramStepDef& step, const char* name) {
+  if (!step.params()) return nullptr;
+  for (const schema::ParamDef* p : *step.params())
+    if (p->name()->str() == name) return p;
+  return nullptr;
+}
+
+/// Builds one step's plan; `where` prefixes its errors.
+class StepPlanner {
+ public:
+  StepPlanner(const Artifact& artifact, WeightStore& weights, ProgramPlan& plan)
+      : artifact_(artifact), weights_(weights), plan_(plan) {}
+
+  Status plan(const schema::ProgramStepDef& def, PlannedStep& step);
+
+ private:
+  Status fail(const std::string& message) const { return invalidArgument(where_ + message); }
+  int64_t paramInt(const char* name, int64_t fallback) const {
+    const schema::ParamDef* p = findParam(*def_, name);
+    return p ? p->i() : fallback;
+  }
+  double paramFloat(const char* name, double fallback) const {
+    const schema::ParamDef* p = findParam(*def_, name);
+    return p ? p->f() : fallback;
+  }
+  Status needCounts(size_t inputs, size_t outputs, size_t minWeights, size_t maxWeights) const;
+  /// inputs[i] must be an activation of `width` floats per row (0: any).
+  Status needActivation(int32_t buffer, int64_t width, const char* what) const;
+  Status needInput(int32_t buffer, int32_t expected, const char* what) const;
+  StatusOr<WeightView> matrix(size_t i) const;
+
+  const Artifact& artifact_;
+  WeightStore& weights_;
+  ProgramPlan& plan_;
+  const schema::ProgramStepDef* def_ = nullptr;
+  PlannedStep* step_ = nullptr;
+  std::string where_;
+};
+
+Status StepPlanner::needCounts(size_t inputs, size_t outputs, size_t minWeights,
+                               size_t maxWeights) const {
+  if (step_->inputs.size() != inputs)
+    return fail("expected " + str(inputs) + " inputs, found " + str(step_->inputs.size()));
+  if (step_->outputs.size() != outputs)
+    return fail("expected " + str(outputs) + " outputs, found " + str(step_->outputs.size()));
+  const size_t w = def_->weights() ? def_->weights()->size() : 0;
+  if (w < minWeights || w > maxWeights)
+    return fail("unexpected number of weights (" + str(w) + ")");
+  return okStatus();
+}
+
+Status StepPlanner::needActivation(int32_t buffer, int64_t width, const char* what) const {
+  const PlannedBuffer& b = plan_.buffers[buffer];
+  if (b.kind != BufferKind::Activation)
+    return fail(std::string(what) + " (buffer %" + str(buffer) + ") is not an activation");
+  if (width > 0 && b.width != width)
+    return fail(std::string(what) + " (buffer %" + str(buffer) + ") has width " + str(b.width) +
+                ", expected " + str(width));
+  return okStatus();
+}
+
+Status StepPlanner::needInput(int32_t buffer, int32_t expected, const char* what) const {
+  if (buffer != expected)
+    return fail(std::string(what) + " must be program input %" + str(expected) + ", found %" +
+                str(buffer));
+  return okStatus();
+}
+
+StatusOr<WeightView> StepPlanner::matrix(size_t i) const {
+  StatusOr<WeightView> w = weights_.dense(def_->weights()->Get(i));
+  if (!w.ok()) return w.status().withPrefix(where_.substr(0, where_.size() - 2));
+  if (w->shape.size() != 2) return fail("weight '" + w->name + "' is not a matrix");
+  return w;
+}
+
+Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
+  def_ = &def;
+  step_ = &step;
+  where_ = "step " + str(&step - plan_.steps.data()) + " (" +
+           schema::EnumNameOpKind(def.op()) + "): ";
+  step.op = def.op();
+  if (def.inputs()) step.inputs.assign(def.inputs()->begin(), def.inputs()->end());
+  if (def.outputs()) step.outputs.assign(def.outputs()->begin(), def.outputs()->end());
+  const KvCacheLayout& kv = plan_.kv_layout;
+
+  switch (def.op()) {
+    case OpKind::Embedding: {
+      INGOT_RETURN_IF_ERROR(needCounts(1, 1, 1, 1));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[0], kInputTokens, "token ids"));
+      INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
+      if (step.weight.rows() < plan_.vocab_size)
+        return fail("table has " + str(step.weight.rows()) + " rows for a vocabulary of " +
+                    str(plan_.vocab_size));
+      return needActivation(step.outputs[0], step.weight.cols(), "output");
+    }
+    case OpKind::RmsNorm:
+    case OpKind::LayerNorm: {
+      const bool layer = def.op() == OpKind::LayerNorm;
+      INGOT_RETURN_IF_ERROR(needCounts(1, 1, layer ? 2 : 1, layer ? 2 : 1));
+      const int64_t width = plan_.buffers[step.inputs[0]].width;
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], 0, "input"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], width, "output"));
+      for (size_t i = 0; i < (layer ? 2u : 1u); ++i) {
+        INGOT_ASSIGN_OR_RETURN(WeightView w, weights_.dense(def.weights()->Get(i)));
+        if (w.elements() != width)
+          return fail("weight '" + w.name + "' has " + str(w.elements()) + " elements for rows of " +
+                      str(width));
+        INGOT_ASSIGN_OR_RETURN(const float* f, weights_.asF32(def.weights()->Get(i)));
+        (i == 0 ? step.norm : step.bias) = f;
+      }
+      step.epsilon = static_cast<float>(
+          paramFloat("epsilon", artifact_.manifest().config()->rms_norm_eps()));
+      return okStatus();
+    }
+    case OpKind::Linear: {
+      const size_t w = def.weights() ? def.weights()->size() : 0;
+      if (w > 2) return unimplemented(where_ + "linear layers with scale tensors (quantized) "
+                                               "are not supported by the CPU backend yet");
+      INGOT_RETURN_IF_ERROR(needCounts(1, 1, 1, 2));
+      INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], step.weight.cols(), "input"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], step.weight.rows(), "output"));
+      if (w == 2) {
+        INGOT_ASSIGN_OR_RETURN(WeightView b, weights_.dense(def.weights()->Get(1)));
+        if (b.elements() != step.weight.rows())
+          return fail("bias '" + b.name + "' has " + str(b.elements()) + " elements for " +
+                      str(step.weight.rows()) + " outputs");
+        INGOT_ASSIGN_OR_RETURN(step.bias, weights_.asF32(def.weights()->Get(1)));
+      }
+      plan_.matrix_bytes += step.weight.bytes();
+      return okStatus();
+    }
+    case OpKind::Rope: {
+      INGOT_RETURN_IF_ERROR(needCounts(2, 1, 0, 0));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[1], kInputPositions, "positions"));
+      step.num_heads = paramInt("num_heads", 0);
+      step.head_dim = paramInt("head_dim", 0);
+      const int64_t rotary = paramInt("rotary_dim", step.head_dim);
+      if (step.num_heads <= 0 || step.head_dim <= 0 || rotary <= 0 || rotary > step.head_dim ||
+          rotary % 2 != 0)
+        return fail("bad num_heads/head_dim/rotary_dim params");
+      const int64_t width = step.num_heads * step.head_dim;
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], width, "input"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], width, "output"));
+      RopeScalingParams scaling;
+      scaling.kind = static_cast<RopeScaling>(paramInt("rope_scaling", 0));
+      scaling.factor = paramFloat("rope_factor", 1.0);
+      scaling.low_freq_factor = paramFloat("rope_low_freq_factor", 1.0);
+      scaling.high_freq_factor = paramFloat("rope_high_freq_factor", 4.0);
+      scaling.original_max_position = paramInt("rope_original_max_position", 0);
+      if (scaling.kind == RopeScaling::kYarn)
+        return unimplemented(where_ + "yarn rope scaling is not supported by the CPU backend yet");
+      if (scaling.kind != RopeScaling::kNone && scaling.kind != RopeScaling::kLinear &&
+          scaling.kind != RopeScaling::kLlama3)
+        return fail("unknown rope_scaling kind " + str(static_cast<int>(scaling.kind)));
+      if (scaling.kind == RopeScaling::kLlama3 &&
+          (scaling.original_max_position <= 0 || scaling.factor <= 0 ||
+           scaling.high_freq_factor == scaling.low_freq_factor))
+        return fail("bad llama3 rope scaling params");
+      const double theta = paramFloat("theta", 0.0);
+      if (!(theta > 0)) return fail("theta must be positive");
+      step.inv_freq = ropeInverseFrequencies(theta, rotary, scaling);
+      return okStatus();
+    }
+    case OpKind::KvWrite: {
+      INGOT_RETURN_IF_ERROR(needCounts(4, 1, 0, 0));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[0], kInputKvCache, "cache"));
+      INGOT_RETURN_IF_ERROR(needInput(step.outputs[0], kInputKvCache, "result cache"));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[3], kInputSlotMapping, "slot_mapping"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[1], kv.rowFloats(), "keys"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[2], kv.rowFloats(), "values"));
+      step.layer = paramInt("layer", -1);
+      if (step.layer < 0 || step.layer >= kv.num_layers)
+        return fail("layer " + str(step.layer) + " is outside the cache's " + str(kv.num_layers));
+      return okStatus();
+    }
+    case OpKind::Attention: {
+      if (step.inputs.size() < 5 || step.outputs.size() != 1 ||
+          (def.weights() && def.weights()->size() != 0))
+        return fail("expected inputs [q, cache, block_tables, seq_lens, query_start, extra...]");
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[1], kInputKvCache, "cache"));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[2], kInputBlockTables, "block_tables"));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[3], kInputSeqLens, "seq_lens"));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[4], kInputQueryStart, "query_start"));
+      AttentionParams& a = step.attention;
+      a.layer = paramInt("layer", -1);
+      a.num_heads = paramInt("num_heads", 0);
+      a.num_kv_heads = paramInt("num_kv_heads", 0);
+      a.head_dim = paramInt("head_dim", 0);
+      a.scale = static_cast<float>(paramFloat("scale", 0.0));
+      if (a.layer < 0 || a.layer >= kv.num_layers) return fail("layer out of range");
+      if (a.num_kv_heads != kv.num_kv_heads || a.head_dim != kv.head_dim)
+        return fail("num_kv_heads/head_dim disagree with the KV cache");
+      if (a.num_heads <= 0 || a.num_heads % a.num_kv_heads != 0)
+        return fail("num_heads must be a positive multiple of num_kv_heads");
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], a.num_heads * a.head_dim, "queries"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], a.num_heads * a.head_dim, "output"));
+      for (size_t i = 5; i < step.inputs.size(); ++i) {
+        const int32_t b = step.inputs[i];
+        if (b < kNumStepInputs || plan_.buffers[b].kind != BufferKind::Input)
+          return fail("extra operand %" + str(b) + " is not a program input after the eight");
+        step.extra_inputs.push_back(b - kNumStepInputs);
+      }
+      const int32_t v = def.attention_variant();
+      if (v >= 0) {
+        const schema::AttentionVariantDef* var = artifact_.manifest().attention_variants()->Get(v);
+        auto decode = [&](const flatbuffers::Vector<uint8_t>* bytes,
+                          const RegionProgram** out) -> Status {
+          if (!bytes || bytes->size() == 0) return okStatus();
+          StatusOr<RegionProgram> p = decodeRegionBytecode(bytes->data(), bytes->size());
+          if (!p.ok()) return dataLoss(where_ + "attention variant " + str(v) + ": " +
+                                       p.status().message());
+          plan_.regions.push_back(std::make_unique<RegionProgram>(std::move(*p)));
+          *out = plan_.regions.back().get();
+          return okStatus();
+        };
+        INGOT_RETURN_IF_ERROR(decode(var->mask_bytecode(), &a.variant.mask));
+        INGOT_RETURN_IF_ERROR(decode(var->score_bytecode(), &a.variant.score));
+        if (a.variant.mask && a.variant.mask->kind() != RegionKind::kMask)
+          return fail("mask bytecode is not a mask region");
+        if (a.variant.score && a.variant.score->kind() != RegionKind::kScore)
+          return fail("score bytecode is not a score region");
+        a.variant.analyze();
+      }
+      return okStatus();
+    }
+    case OpKind::SiluMul:
+    case OpKind::GeluMul:
+    case OpKind::Add: {
+      INGOT_RETURN_IF_ERROR(needCounts(2, 1, 0, 0));
+      const int64_t width = plan_.buffers[step.outputs[0]].width;
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], 0, "output"));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], width, "lhs"));
+      return needActivation(step.inputs[1], width, "rhs");
+    }
+    case OpKind::Logits: {
+      INGOT_RETURN_IF_ERROR(needCounts(2, 1, 1, 1));
+      INGOT_RETURN_IF_ERROR(needInput(step.inputs[1], kInputLogitRows, "rows"));
+      INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], step.weight.cols(), "hidden"));
+      const PlannedBuffer& out = plan_.buffers[step.outputs[0]];
+      if (out.kind != BufferKind::Output || out.width != step.weight.rows())
+        return fail("output must be the program's logits output of width " +
+                    str(step.weight.rows()));
+      plan_.matrix_bytes += step.weight.bytes();
+      return okStatus();
+    }
+    default:
+      return unimplemented(where_ + "op is not supported by the CPU backend yet");
+  }
+}
+
+}  // namespace
+
+StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights) {
+  const schema::Manifest& m = artifact.manifest();
+  if (!m.programs() || m.programs()->size() == 0) return invalidArgument("artifact has no program");
+  if (!m.config()) return invalidArgument("artifact has no model config");
+  const schema::ProgramDef& program = *m.programs()->Get(0);
+  ProgramPlan plan;
+  plan.vocab_size = m.config()->vocab_size();
+  const auto* buffers = program.buffers();
+  const size_t numBuffers = buffers ? buffers->size() : 0;
+  if (numBuffers < kNumStepInputs) return invalidArgument("program has fewer than 8 buffers");
+
+  static const char* kInputNames[] = {"tokens", "positions", "kv_cache", "block_tables",
+                                      "seq_lens", "query_start", "slot_mapping", "logit_rows"};
+  plan.buffers.resize(numBuffers);
+  for (size_t i = 0; i < numBuffers; ++i) {
+    const schema::BufferDef& b = *buffers->Get(i);
+    PlannedBuffer& pb = plan.buffers[i];
+    pb.kind = b.kind();
+    std::vector<int64_t> shape;
+    if (b.shape()) shape.assign(b.shape()->begin(), b.shape()->end());
+    const std::string where = "buffer %" + str(i) + ": ";
+    if (i == kInputKvCache) {
+      if (b.kind() != BufferKind::KvCache) return invalidArgument(where + "must be the kv_cache");
+      if (b.dtype() != DType::F32)
+        return unimplemented(where + std::string("a ") + schema::EnumNameDType(b.dtype()) +
+                             " KV cache is not supported by the CPU backend yet (f32 only)");
+      if (shape.size() != 6 || shape[2] != 2 || shape[1] <= 0 || shape[3] <= 0 || shape[4] <= 0 ||
+          shape[5] <= 0)
+        return invalidArgument(where + "kv_cache shape must be [?, layers, 2, block, heads, dim]");
+      plan.kv_layout = {shape[1], shape[3], shape[4], shape[5]};
+      continue;
+    }
+    if (b.kind() == BufferKind::KvCache) return invalidArgument(where + "a second kv_cache");
+    if (i < kNumStepInputs) {
+      if (b.kind() != BufferKind::Input || b.dtype() != DType::I32)
+        return invalidArgument(where + "must be the i32 program input '" + kInputNames[i] + "'");
+      continue;
+    }
+    if (b.kind() == BufferKind::Input) {
+      ++plan.num_extra_inputs;
+      continue;
+    }
+    if (b.dtype() != DType::F32)
+      return unimplemented(where + "activations of dtype " + schema::EnumNameDType(b.dtype()) +
+                           " are not supported by the CPU backend yet (f32 only)");
+    if (shape.empty() || shape[0] != -1)
+      return invalidArgument(where + "the first dimension must be the dynamic token count");
+    pb.width = 1;
+    for (size_t d = 1; d < shape.size(); ++d) {
+      if (shape[d] <= 0) return invalidArgument(where + "only the first dimension may be dynamic");
+      pb.width *= shape[d];
+    }
+  }
+  if (m.config()->kv_block_size() != plan.kv_layout.block_size)
+    return invalidArgument("kv_cache block size disagrees with the model config");
+
+  // Steps, then activation lifetimes -> storage slots.
+  const size_t numSteps = program.steps() ? program.steps()->size() : 0;
+  plan.steps.resize(numSteps);
+  StepPlanner planner(artifact, weights, plan);
+  std::vector<int32_t> lastUse(numBuffers, -1), producer(numBuffers, -1);
+  for (size_t s = 0; s < numSteps; ++s) {
+    INGOT_RETURN_IF_ERROR(planner.plan(*program.steps()->Get(s), plan.steps[s]));
+    for (int32_t in : plan.steps[s].inputs) {
+      if (plan.buffers[in].kind == BufferKind::Activation && producer[in] < 0)
+        return invalidArgument("step " + str(s) + " reads buffer %" + str(in) +
+                               " before any step writes it");
+      lastUse[in] = static_cast<int32_t>(s);
+    }
+    for (int32_t out : plan.steps[s].outputs) {
+      if (plan.buffers[out].kind == BufferKind::Activation && producer[out] >= 0)
+        return invalidArgument("buffer %" + str(out) + " is written by two steps");
+      if (producer[out] < 0) producer[out] = static_cast<int32_t>(s);
+    }
+  }
+  bool hasLogits = false;
+  for (const PlannedStep& s : plan.steps) hasLogits |= s.op == OpKind::Logits;
+  if (!hasLogits) return invalidArgument("program has no logits step");
+
+  std::vector<int32_t> freeSlots;
+  for (size_t s = 0; s < numSteps; ++s) {
+    for (int32_t out : plan.steps[s].outputs) {
+      PlannedBuffer& b = plan.buffers[out];
+      if (b.kind != BufferKind::Activation) continue;
+      if (!freeSlots.empty()) {
+        b.slot = freeSlots.back();
+        freeSlots.pop_back();
+      } else {
+        b.slot = static_cast<int32_t>(plan.slot_widths.size());
+        plan.slot_widths.push_back(0);
+      }
+      plan.slot_widths[b.slot] = std::max(plan.slot_widths[b.slot], b.width);
+    }
+    std::vector<int32_t> touched(plan.steps[s].inputs);
+    touched.insert(touched.end(), plan.steps[s].outputs.begin(), plan.steps[s].outputs.end());
+    for (int32_t buf : touched) {
+      PlannedBuffer& b = plan.buffers[buf];
+      if (b.kind != BufferKind::Activation || b.slot < 0) continue;
+      const bool dead = lastUse[buf] <= static_cast<int32_t>(s);
+      const bool alreadyFree =
+          std::find(freeSlots.begin(), freeSlots.end(), b.slot) != freeSlots.end();
+      if (dead && !alreadyFree) freeSlots.push_back(b.slot);
+    }
+  }
+  return plan;
+}
+
+}  // namespace ingot

@@ -1,0 +1,79 @@
+// ProgramPlan: programs[0] checked and lowered once at load, ready for CpuBackend::step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/attention/region_program.h"
+#include "runtime/backend/cpu/cpu_ops.h"
+#include "runtime/backend/cpu/paged_attention.h"
+#include "runtime/backend/cpu/weight_store.h"
+#include "runtime/base/status.h"
+
+namespace ingot {
+
+/// The program inputs by buffer index (the serving-step contract).
+enum ProgramInput : int32_t {
+  kInputTokens = 0,
+  kInputPositions = 1,
+  kInputKvCache = 2,
+  kInputBlockTables = 3,
+  kInputSeqLens = 4,
+  kInputQueryStart = 5,
+  kInputSlotMapping = 6,
+  kInputLogitRows = 7,
+  kNumStepInputs = 8,
+};
+
+/// How a step binds one buffer.
+struct PlannedBuffer {
+  schema::BufferKind kind = schema::BufferKind::Activation;
+  /// Elements per token row (product of the static dimensions after the first).
+  int64_t width = 0;
+  /// Activations: index of the storage slot they live in (shared by buffers whose
+  /// lifetimes do not overlap). -1 otherwise.
+  int32_t slot = -1;
+};
+
+/// One step with its weights resolved and parameters decoded.
+struct PlannedStep {
+  schema::OpKind op = schema::OpKind::Invalid;
+  std::vector<int32_t> inputs;
+  std::vector<int32_t> outputs;
+  WeightView weight;              ///< linear / embedding / logits matrix
+  const float* bias = nullptr;    ///< linear bias, layer_norm beta
+  const float* norm = nullptr;    ///< rms_norm / layer_norm gamma
+  float epsilon = 1e-5f;
+  std::vector<float> inv_freq;    ///< rope
+  int64_t num_heads = 0;
+  int64_t head_dim = 0;
+  int64_t layer = 0;
+  AttentionParams attention;      ///< variant programs point into ProgramPlan::regions
+  /// Indices into StepInputs::extra_inputs of the attention step's extra operands.
+  std::vector<int32_t> extra_inputs;
+};
+
+struct ProgramPlan {
+  std::vector<PlannedBuffer> buffers;
+  std::vector<PlannedStep> steps;
+  /// Row width (floats per token) of each activation slot.
+  std::vector<int64_t> slot_widths;
+  KvCacheLayout kv_layout;
+  int64_t vocab_size = 0;
+  /// Number of program inputs after the eight (extra attention operands).
+  int32_t num_extra_inputs = 0;
+  /// Decoded attention-variant regions (stable addresses).
+  std::vector<std::unique_ptr<RegionProgram>> regions;
+  /// Bytes of weights one decode token reads: every linear and logits matrix.
+  uint64_t matrix_bytes = 0;
+};
+
+/// Checks programs[0] against the serving-step contract and the model config (buffer
+/// kinds, widths, weight shapes, params, that every activation is written before it is
+/// read) and lowers it. Errors name the step; quantized weights, non-f32 KV caches and
+/// unknown ops are "not supported yet".
+StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights);
+
+}  // namespace ingot

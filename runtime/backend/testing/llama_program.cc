@@ -1,0 +1,214 @@
+// buildLlamaArtifact: the tiny Llama step program, written directly with ArtifactWriter.
+#include "runtime/backend/testing/llama_program.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "compiler/artifact/ArtifactWriter.h"
+#include "runtime/attention/region_examples.h"
+
+namespace ingot::testing {
+namespace {
+
+using schema::BufferKind;
+using schema::DType;
+using schema::OpKind;
+
+uint16_t toBf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+uint16_t toF16(float f) {  // normal range only (weights here are small, not tiny)
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax < 0x38800000u) return sign;  // flush below 2^-14
+  uint32_t r = ax - 0x38000000u;
+  r += 0xfffu + ((r >> 13) & 1u);
+  return sign | static_cast<uint16_t>(r >> 13);
+}
+
+class Builder {
+ public:
+  explicit Builder(const LlamaProgramOptions& o) : o_(o), rng_(o.seed) {}
+
+  StatusOr<std::vector<uint8_t>> build();
+
+ private:
+  int32_t weight(const std::string& name, std::vector<int64_t> shape, bool norm) {
+    TensorSpec spec{name, o_.weight_dtype, shape, {}, -1};
+    if (o_.dummy_weights) return writer_.addTensor(std::move(spec));
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const float amp = norm ? 0.1f : 1.0f / std::sqrt(static_cast<float>(shape.back()));
+    std::uniform_real_distribution<float> dist(-amp, amp);
+    const int bytes = o_.weight_dtype == DType::F32 ? 4 : 2;
+    std::vector<uint8_t> data(n * bytes);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = (norm ? 1.0f : 0.0f) + dist(rng_);
+      if (bytes == 4) {
+        std::memcpy(&data[i * 4], &v, 4);
+      } else {
+        const uint16_t h = o_.weight_dtype == DType::BF16 ? toBf16(v) : toF16(v);
+        std::memcpy(&data[i * 2], &h, 2);
+      }
+    }
+    return writer_.addTensor(std::move(spec), std::move(data));
+  }
+  int32_t buffer(const std::string& name, int64_t width) {
+    program_.buffers.push_back({name + "." + std::to_string(next_++), BufferKind::Activation,
+                                DType::F32, {-1, width}});
+    return static_cast<int32_t>(program_.buffers.size() - 1);
+  }
+  int32_t step(OpKind op, std::vector<int32_t> in, int64_t width, std::vector<int32_t> weights,
+               std::vector<Param> params, const char* name) {
+    const int32_t out = buffer(name, width);
+    ProgramStep s;
+    s.op = op;
+    s.inputs = std::move(in);
+    s.outputs = {out};
+    s.weights = std::move(weights);
+    s.params = std::move(params);
+    program_.steps.push_back(std::move(s));
+    return out;
+  }
+
+  const LlamaProgramOptions& o_;
+  std::mt19937_64 rng_;
+  ArtifactWriter writer_;
+  Program program_;
+  int next_ = 0;
+};
+
+StatusOr<std::vector<uint8_t>> Builder::build() {
+  const int64_t D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
+  ModelConfig config;
+  config.architecture = "llama";
+  config.name = "test-llama";
+  config.vocabSize = o_.vocab;
+  config.hiddenSize = D;
+  config.intermediateSize = o_.intermediate;
+  config.numLayers = o_.layers;
+  config.numHeads = o_.heads;
+  config.numKvHeads = o_.kv_heads;
+  config.headDim = o_.head_dim;
+  config.maxContext = o_.max_context;
+  config.rmsNormEps = o_.rms_eps;
+  config.rope.theta = o_.rope_theta;
+  config.tieWordEmbeddings = o_.tie_embeddings;
+  config.kvBlockSize = o_.block_size;
+  writer_.setModelConfig(config);
+  if (o_.dummy_weights) writer_.setDummyWeights(o_.seed);
+
+  program_.name = "step";
+  const char* inputs[] = {"tokens", "positions", "kv_cache", "block_tables",
+                          "seq_lens", "query_start", "slot_mapping", "logit_rows"};
+  for (int i = 0; i < 8; ++i) {
+    Buffer b{inputs[i], BufferKind::Input, DType::I32, {-1}};
+    if (i == 2) b = {inputs[i], BufferKind::KvCache, DType::F32,
+                     {-1, o_.layers, 2, o_.block_size, Hk, Dh}};
+    if (i == 3) b.shape = {-1, -1};
+    program_.buffers.push_back(b);
+  }
+  std::vector<int32_t> extras;
+  for (size_t i = 0; i < o_.extra_input_ranks.size(); ++i) {
+    program_.buffers.push_back({"extra" + std::to_string(i), BufferKind::Input, DType::I32,
+                                std::vector<int64_t>(o_.extra_input_ranks[i], -1)});
+    extras.push_back(static_cast<int32_t>(program_.buffers.size() - 1));
+  }
+
+  AttentionVariant variant;
+  variant.name = "variant0";
+  variant.maskBytecode = o_.mask_bytecode;
+  if (variant.maskBytecode.empty() && o_.causal) variant.maskBytecode = causalMaskBytecode();
+  variant.scoreBytecode = o_.score_bytecode;
+  int32_t variantIndex = -1;
+  if (!variant.maskBytecode.empty() || !variant.scoreBytecode.empty())
+    variantIndex = writer_.addAttentionVariant(variant);
+
+  const int32_t embed = weight("model.embed_tokens.weight", {o_.vocab, D}, false);
+  int32_t h = step(OpKind::Embedding, {0}, D, {embed}, {}, "embedding");
+  const std::vector<Param> eps = {{"epsilon", 0, o_.rms_eps}};
+  for (int32_t l = 0; l < o_.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::vector<Param> layer = {{"layer", l, 0}};
+    auto linear = [&](int32_t x, const std::string& name, int64_t n, int64_t k, bool bias) {
+      std::vector<int32_t> w = {weight(p + name + ".weight", {n, k}, false)};
+      if (bias) w.push_back(weight(p + name + ".bias", {n}, true));
+      return step(OpKind::Linear, {x}, n, w, {}, "linear");
+    };
+    const int32_t x = step(OpKind::RmsNorm, {h}, D, {weight(p + "input_layernorm.weight", {D}, true)},
+                           eps, "rms_norm");
+    int32_t q;
+    if (o_.fp8_first_q_proj && l == 0) {
+      const int32_t scale = static_cast<int32_t>(writer_.numTensors()) + 1;  // added next
+      TensorSpec spec{p + "self_attn.q_proj.weight", DType::F8E4M3FN, {H * Dh, D},
+                      {schema::QuantKind::PerTensor, 0, schema::ZeroKind::None, scale}, -1};
+      const int32_t w = o_.dummy_weights ? writer_.addTensor(std::move(spec))
+                                         : writer_.addTensor(std::move(spec),
+                                                             std::vector<uint8_t>(H * Dh * D, 0x38));
+      TensorSpec sspec{p + "self_attn.q_proj.scale", DType::F32, {1}, {}, -1};
+      const float one = 1.0f;
+      std::vector<uint8_t> sb(4);
+      std::memcpy(sb.data(), &one, 4);
+      const int32_t s = o_.dummy_weights ? writer_.addTensor(std::move(sspec))
+                                         : writer_.addTensor(std::move(sspec), std::move(sb));
+      q = step(OpKind::Linear, {x}, H * Dh, {w, s}, {}, "linear");
+    } else {
+      q = linear(x, "self_attn.q_proj", H * Dh, D, o_.qkv_bias);
+    }
+    const int32_t k = linear(x, "self_attn.k_proj", Hk * Dh, D, o_.qkv_bias);
+    const int32_t v = linear(x, "self_attn.v_proj", Hk * Dh, D, o_.qkv_bias);
+    auto rope = [&](int32_t in, int64_t heads) {
+      return step(OpKind::Rope, {in, 1}, heads * Dh, {},
+                  {{"head_dim", Dh, 0}, {"num_heads", heads, 0}, {"theta", 0, o_.rope_theta}},
+                  "rope");
+    };
+    const int32_t qr = rope(q, H), kr = rope(k, Hk);
+    ProgramStep kvw;
+    kvw.op = OpKind::KvWrite;
+    kvw.inputs = {2, kr, v, 6};
+    kvw.outputs = {2};
+    kvw.params = layer;
+    program_.steps.push_back(kvw);
+    std::vector<int32_t> attnIn = {qr, 2, 3, 4, 5};
+    attnIn.insert(attnIn.end(), extras.begin(), extras.end());
+    const int32_t attn =
+        step(OpKind::Attention, attnIn, H * Dh, {},
+             {{"head_dim", Dh, 0}, {"layer", l, 0}, {"num_heads", H, 0},
+              {"num_kv_heads", Hk, 0}, {"scale", 0, 1.0 / std::sqrt(static_cast<double>(Dh))}},
+             "attention");
+    program_.steps.back().attentionVariant = variantIndex;
+    const int32_t o = linear(attn, "self_attn.o_proj", D, H * Dh, false);
+    const int32_t h1 = step(OpKind::Add, {h, o}, D, {}, {}, "add");
+    const int32_t y = step(OpKind::RmsNorm, {h1}, D,
+                           {weight(p + "post_attention_layernorm.weight", {D}, true)}, eps,
+                           "rms_norm");
+    const int32_t gate = linear(y, "mlp.gate_proj", o_.intermediate, D, false);
+    const int32_t up = linear(y, "mlp.up_proj", o_.intermediate, D, false);
+    const int32_t act = step(OpKind::SiluMul, {gate, up}, o_.intermediate, {}, {}, "silu_mul");
+    const int32_t down = linear(act, "mlp.down_proj", D, o_.intermediate, false);
+    h = step(OpKind::Add, {h1, down}, D, {}, {}, "add");
+  }
+  const int32_t hn = step(OpKind::RmsNorm, {h}, D, {weight("model.norm.weight", {D}, true)}, eps,
+                          "rms_norm");
+  const int32_t table = o_.tie_embeddings ? embed : weight("lm_head.weight", {o_.vocab, D}, false);
+  const int32_t logits = step(OpKind::Logits, {hn, 7}, o_.vocab, {table}, {}, "logits");
+  program_.buffers[logits].kind = BufferKind::Output;
+  writer_.addProgram(std::move(program_));
+  return writer_.writeToBuffer();
+}
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> buildLlamaArtifact(const LlamaProgramOptions& options) {
+  Builder builder(options);
+  return builder.build();
+}
+
+}  // namespace ingot::testing
