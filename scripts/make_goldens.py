@@ -3,7 +3,7 @@
 
 Run by hand (never in CI), after fetching the model with scripts/fetch_model.sh:
 
-    pip install 'transformers==4.57.*' 'gguf>=0.10' torch numpy
+    pip install transformers gguf accelerate torch numpy   # made with transformers 5.24, torch 2.15
     python3 scripts/make_goldens.py models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 transformers dequantizes the GGUF's Q4_1 weights to float32, so the references are the

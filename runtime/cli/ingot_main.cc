@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/cli/inspect_command.h"
+#include "runtime/cli/run_command.h"
 #include "runtime/version.h"
 #ifdef INGOT_HAVE_COMPILER
 #include "compiler/driver/CompileCommand.h"
@@ -41,7 +42,30 @@ int main(int argc, char** argv) {
                     "Fill the weight blob with seeded pseudo-random values");
   compile->add_option("--seed", seed, "Seed for --dummy-weights / --random-weights");
 
+  // ingot run
+  ingot::RunOptions run_options;
+  CLI::App* run = app.add_subcommand("run", "Generate text from a prompt on the CPU backend");
+  run->add_option("artifact", run_options.artifact, "Path to a .ingot artifact")->required();
+  run->add_option("-p,--prompt", run_options.prompt, "The prompt")->required();
+  run->add_flag("--chat", run_options.chat, "Apply the artifact's chat template to the prompt");
+  run->add_option("-n,--max-tokens", run_options.max_new_tokens, "Tokens to generate at most")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--ignore-eos", run_options.ignore_eos, "Keep generating past end-of-sequence");
+  run->add_option("--temperature", run_options.sampling.temperature, "0 = greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  run->add_option("--top-k", run_options.sampling.top_k, "Keep the k likeliest tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--top-p", run_options.sampling.top_p, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0, 1.0));
+  run->add_option("--seed", run_options.sampling.seed, "Sampling seed");
+  run->add_option("--threads", run_options.num_threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+
   CLI11_PARSE(app, argc, argv);
+
+  if (*run) {
+    return ingot::runGenerate(run_options, std::cout, std::cerr);
+  }
 
   if (*inspect) {
     return ingot::runInspect(inspect_path, inspect_verify, std::cout, std::cerr);

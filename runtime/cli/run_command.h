@@ -1,0 +1,29 @@
+// `ingot run`: generate text from a prompt with one artifact on the CPU backend.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "runtime/generate/sampler.h"
+
+namespace ingot {
+
+struct RunOptions {
+  std::string artifact;
+  std::string prompt;
+  /// Wrap the prompt as a user message in the artifact's chat template.
+  bool chat = false;
+  /// Tokens to generate at most.
+  int32_t max_new_tokens = 128;
+  /// Keep going past end-of-sequence tokens.
+  bool ignore_eos = false;
+  SamplingParams sampling;
+  int num_threads = 0;
+};
+
+/// Streams the generated text to `out`; statistics and errors go to `err`. Returns the
+/// process exit code.
+int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace ingot
