@@ -61,8 +61,30 @@ int main(int argc, char** argv) {
   run->add_option("--threads", run_options.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
 
+  // ingot chat
+  ingot::RunOptions chat_options;
+  chat_options.max_new_tokens = 256;
+  chat_options.chat = true;
+  CLI::App* chat = app.add_subcommand("chat", "Chat with a model on the CPU backend");
+  chat->add_option("artifact", chat_options.artifact, "Path to a .ingot artifact")->required();
+  chat->add_option("-p,--prompt", chat_options.prompt, "First user turn");
+  chat->add_option("-n,--max-tokens", chat_options.max_new_tokens, "Tokens per reply at most")
+      ->check(CLI::PositiveNumber);
+  chat->add_option("--temperature", chat_options.sampling.temperature, "0 = greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  chat->add_option("--top-k", chat_options.sampling.top_k, "Keep the k likeliest tokens")
+      ->check(CLI::NonNegativeNumber);
+  chat->add_option("--top-p", chat_options.sampling.top_p, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0, 1.0));
+  chat->add_option("--seed", chat_options.sampling.seed, "Sampling seed");
+  chat->add_option("--threads", chat_options.num_threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+
   CLI11_PARSE(app, argc, argv);
 
+  if (*chat) {
+    return ingot::runChat(chat_options, std::cin, std::cout, std::cerr);
+  }
   if (*run) {
     return ingot::runGenerate(run_options, std::cout, std::cerr);
   }

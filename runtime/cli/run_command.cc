@@ -2,7 +2,9 @@
 #include "runtime/cli/run_command.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/generate/sequence_runner.h"
@@ -20,89 +22,165 @@ int fail(std::ostream& err, const Status& status) {
   return 1;
 }
 
-/// The prompt's token ids: through the chat template when asked, specials parsed.
-StatusOr<std::vector<int32_t>> promptTokens(const RunOptions& options,
-                                            const Tokenizer& tokenizer) {
-  std::string text = options.prompt;
-  if (options.chat) {
-    const std::string& source = tokenizer.data().chatTemplate;
-    if (source.empty()) return invalidArgument("--chat: the artifact has no chat template");
-    StatusOr<ChatTemplate> tmpl = ChatTemplate::parse(source);
-    if (!tmpl.ok()) return tmpl.status().withPrefix("chat template");
-    auto piece = [&](int32_t id) { return id >= 0 ? tokenizer.tokenPiece(id) : std::string(); };
-    StatusOr<std::string> rendered =
-        tmpl->render({{"user", options.prompt}}, /*addGenerationPrompt=*/true,
-                     piece(tokenizer.bosId()), piece(tokenizer.eosId()));
-    if (!rendered.ok()) return rendered.status().withPrefix("chat template");
-    text = *rendered;
+/// Everything one artifact needs to generate: mapped file, tokenizer, runner.
+struct Session {
+  std::unique_ptr<Artifact> artifact;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<SequenceRunner> runner;
+  std::vector<int64_t> eos;
+  double load_s = 0;
+
+  bool isEos(int32_t id) const { return std::find(eos.begin(), eos.end(), id) != eos.end(); }
+};
+
+StatusOr<Session> openSession(const RunOptions& options) {
+  Clock::time_point start = Clock::now();
+  Session session;
+  StatusOr<Artifact> artifact = Artifact::open(options.artifact);
+  if (!artifact.ok()) return artifact.status();
+  session.artifact = std::make_unique<Artifact>(std::move(artifact).value());
+  StatusOr<TokenizerData> data =
+      tokenizerDataFromManifest(session.artifact->manifest().tokenizer());
+  if (!data.ok()) return data.status().withPrefix(options.artifact);
+  StatusOr<Tokenizer> tokenizer = Tokenizer::create(std::move(data).value());
+  if (!tokenizer.ok()) return tokenizer.status().withPrefix(options.artifact);
+  session.tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer).value());
+  SequenceRunnerOptions runner_options;
+  runner_options.num_threads = options.num_threads;
+  StatusOr<std::unique_ptr<SequenceRunner>> runner =
+      SequenceRunner::create(*session.artifact, runner_options);
+  if (!runner.ok()) return runner.status();
+  session.runner = std::move(runner).value();
+  const schema::ModelConfigDef* config = session.artifact->manifest().config();
+  if (config->eos_token_ids())
+    session.eos.assign(config->eos_token_ids()->begin(), config->eos_token_ids()->end());
+  if (session.tokenizer->eosId() >= 0) session.eos.push_back(session.tokenizer->eosId());
+  session.load_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return session;
+}
+
+/// The conversation rendered through the artifact's chat template.
+StatusOr<std::string> renderChat(const Tokenizer& tokenizer,
+                                 const std::vector<ChatMessage>& messages) {
+  const std::string& source = tokenizer.data().chatTemplate;
+  if (source.empty()) return invalidArgument("the artifact has no chat template");
+  StatusOr<ChatTemplate> tmpl = ChatTemplate::parse(source);
+  if (!tmpl.ok()) return tmpl.status().withPrefix("chat template");
+  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer.tokenPiece(id) : std::string(); };
+  StatusOr<std::string> rendered = tmpl->render(messages, /*addGenerationPrompt=*/true,
+                                                piece(tokenizer.bosId()), piece(tokenizer.eosId()));
+  if (!rendered.ok()) return rendered.status().withPrefix("chat template");
+  return rendered;
+}
+
+struct GenerationStats {
+  size_t prompt_tokens = 0;
+  int32_t generated = 0;
+  double prefill_s = 0, decode_s = 0;
+};
+
+/// Prefills `prompt` from an empty sequence and streams up to max_new_tokens to `out`;
+/// `text` receives the generated text.
+StatusOr<GenerationStats> generate(Session& session, const RunOptions& options,
+                                   const std::vector<int32_t>& prompt, std::ostream& out,
+                                   std::string* text) {
+  SequenceRunner& seq = *session.runner;
+  if (static_cast<int64_t>(prompt.size()) >= seq.maxTokens())
+    return invalidArgument("the prompt has " + std::to_string(prompt.size()) +
+                           " tokens; the limit is " + std::to_string(seq.maxTokens() - 1));
+  GenerationStats stats;
+  stats.prompt_tokens = prompt.size();
+  seq.reset();
+  std::vector<float> logits;
+  Clock::time_point prefill_start = Clock::now();
+  INGOT_RETURN_IF_ERROR(seq.append(prompt, /*all_rows=*/false, &logits));
+  stats.prefill_s = std::chrono::duration<double>(Clock::now() - prefill_start).count();
+
+  Sampler sampler(options.sampling);
+  StreamDecoder decoder(*session.tokenizer, /*skipSpecial=*/true);
+  Clock::time_point decode_start = Clock::now();
+  const int64_t vocab = seq.vocabSize();
+  while (stats.generated < options.max_new_tokens) {
+    int32_t next = sampler.sample(logits.data(), vocab);
+    ++stats.generated;
+    if (!options.ignore_eos && session.isEos(next)) break;
+    std::string piece = decoder.push(next);
+    out << piece << std::flush;
+    if (text) *text += piece;
+    if (seq.length() + 1 > seq.maxTokens() || stats.generated == options.max_new_tokens) break;
+    INGOT_RETURN_IF_ERROR(seq.append({next}, /*all_rows=*/false, &logits));
   }
-  std::vector<int32_t> ids = tokenizer.encode(text, /*addSpecial=*/true, /*parseSpecial=*/true);
-  if (ids.empty()) return invalidArgument("the prompt is empty");
-  return ids;
+  std::string rest = decoder.finish();
+  out << rest << std::endl;
+  if (text) *text += rest;
+  stats.decode_s = std::chrono::duration<double>(Clock::now() - decode_start).count();
+  return stats;
+}
+
+void printStats(const Session& session, const GenerationStats& stats, std::ostream& err) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "[ingot] load %.2f s | prompt %zu tokens, %.1f tok/s | generated %d tokens, "
+                "%.1f tok/s | %d threads, %s\n",
+                session.load_s, stats.prompt_tokens,
+                stats.prompt_tokens / std::max(stats.prefill_s, 1e-9), stats.generated,
+                stats.generated / std::max(stats.decode_s, 1e-9),
+                session.runner->backend().numThreads(),
+                simdLevelName(session.runner->backend().simdLevel()));
+  err << line;
 }
 
 }  // namespace
 
 int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  Clock::time_point load_start = Clock::now();
-  StatusOr<Artifact> artifact = Artifact::open(options.artifact);
-  if (!artifact.ok()) return fail(err, artifact.status());
-  StatusOr<TokenizerData> data = tokenizerDataFromManifest(artifact->manifest().tokenizer());
-  if (!data.ok()) return fail(err, data.status().withPrefix(options.artifact));
-  StatusOr<Tokenizer> tokenizer = Tokenizer::create(std::move(data).value());
-  if (!tokenizer.ok()) return fail(err, tokenizer.status().withPrefix(options.artifact));
-  SequenceRunnerOptions runner_options;
-  runner_options.num_threads = options.num_threads;
-  StatusOr<std::unique_ptr<SequenceRunner>> runner =
-      SequenceRunner::create(*artifact, runner_options);
-  if (!runner.ok()) return fail(err, runner.status());
-  SequenceRunner& seq = **runner;
-  double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
-
-  StatusOr<std::vector<int32_t>> prompt = promptTokens(options, *tokenizer);
-  if (!prompt.ok()) return fail(err, prompt.status());
-  if (static_cast<int64_t>(prompt->size()) >= seq.maxTokens())
-    return fail(err, invalidArgument("the prompt has " + std::to_string(prompt->size()) +
-                                     " tokens; the limit is " +
-                                     std::to_string(seq.maxTokens() - 1)));
-
-  const schema::ModelConfigDef* config = artifact->manifest().config();
-  std::vector<int64_t> eos;
-  if (config->eos_token_ids()) eos.assign(config->eos_token_ids()->begin(), config->eos_token_ids()->end());
-  if (tokenizer->eosId() >= 0) eos.push_back(tokenizer->eosId());
-  auto isEos = [&](int32_t id) { return std::find(eos.begin(), eos.end(), id) != eos.end(); };
-
-  std::vector<float> logits;
-  Clock::time_point prefill_start = Clock::now();
-  Status status = seq.append(*prompt, /*all_rows=*/false, &logits);
-  if (!status.ok()) return fail(err, status);
-  double prefill_s = std::chrono::duration<double>(Clock::now() - prefill_start).count();
-
-  Sampler sampler(options.sampling);
-  StreamDecoder decoder(*tokenizer, /*skipSpecial=*/true);
-  int32_t generated = 0;
-  Clock::time_point decode_start = Clock::now();
-  const int64_t vocab = seq.vocabSize();
-  while (generated < options.max_new_tokens) {
-    int32_t next = sampler.sample(logits.data(), vocab);
-    ++generated;
-    if (!options.ignore_eos && isEos(next)) break;
-    out << decoder.push(next) << std::flush;
-    if (seq.length() + 1 > seq.maxTokens() || generated == options.max_new_tokens) break;
-    status = seq.append({next}, /*all_rows=*/false, &logits);
-    if (!status.ok()) return fail(err, status);
+  StatusOr<Session> session = openSession(options);
+  if (!session.ok()) return fail(err, session.status());
+  std::string text = options.prompt;
+  if (options.chat) {
+    StatusOr<std::string> rendered = renderChat(*session->tokenizer, {{"user", options.prompt}});
+    if (!rendered.ok()) return fail(err, rendered.status().withPrefix("--chat"));
+    text = *rendered;
   }
-  out << decoder.finish() << std::endl;
-  double decode_s = std::chrono::duration<double>(Clock::now() - decode_start).count();
+  std::vector<int32_t> prompt = session->tokenizer->encode(text, true, true);
+  if (prompt.empty()) return fail(err, invalidArgument("the prompt is empty"));
+  StatusOr<GenerationStats> stats = generate(*session, options, prompt, out, nullptr);
+  if (!stats.ok()) return fail(err, stats.status());
+  printStats(*session, *stats, err);
+  return 0;
+}
 
-  char line[256];
-  std::snprintf(line, sizeof(line),
-                "[ingot run] load %.2f s | prompt %zu tokens, %.1f tok/s | generated %d "
-                "tokens, %.1f tok/s | %d threads, %s\n",
-                load_s, prompt->size(), prompt->size() / std::max(prefill_s, 1e-9), generated,
-                generated / std::max(decode_s, 1e-9), seq.backend().numThreads(),
-                simdLevelName(seq.backend().simdLevel()));
-  err << line;
+int runChat(const RunOptions& options, std::istream& in, std::ostream& out, std::ostream& err) {
+  StatusOr<Session> session = openSession(options);
+  if (!session.ok()) return fail(err, session.status());
+  err << "[ingot] chatting with " << options.artifact
+      << " on the CPU; one line per turn, /exit or end of input to stop\n";
+  std::vector<ChatMessage> messages;
+  std::string line = options.prompt;
+  bool have_line = !line.empty();
+  while (true) {
+    if (!have_line) {
+      out << "> " << std::flush;
+      if (!std::getline(in, line)) break;
+    }
+    have_line = false;
+    if (line == "/exit") break;
+    if (line.empty()) continue;
+    if (!options.prompt.empty() && messages.empty()) out << "> " << line << "\n";
+    messages.push_back({"user", line});
+    StatusOr<std::string> rendered = renderChat(*session->tokenizer, messages);
+    if (!rendered.ok()) return fail(err, rendered.status());
+    std::vector<int32_t> prompt = session->tokenizer->encode(*rendered, true, true);
+    std::string reply;
+    StatusOr<GenerationStats> stats = generate(*session, options, prompt, out, &reply);
+    if (!stats.ok()) {
+      // The conversation outgrew the context: say so and start over.
+      err << "ingot chat: " << stats.status().message() << "; starting a new conversation\n";
+      messages.clear();
+      continue;
+    }
+    printStats(*session, *stats, err);
+    messages.push_back({"assistant", reply});
+  }
   return 0;
 }
 

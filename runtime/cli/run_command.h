@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <ostream>
 #include <string>
 
@@ -25,5 +26,10 @@ struct RunOptions {
 /// Streams the generated text to `out`; statistics and errors go to `err`. Returns the
 /// process exit code.
 int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+/// An interactive chat: reads user turns from `in` (one line each; "/exit" or end of input
+/// stops), answers each with the artifact's chat template applied to the whole
+/// conversation. `options.prompt`, if set, is sent as the first turn.
+int runChat(const RunOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
 
 }  // namespace ingot
