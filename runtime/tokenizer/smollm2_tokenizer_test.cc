@@ -67,7 +67,8 @@ TEST(SmolLM2Tokenizer, MatchesLlamaCppOnEveryReferenceText) {
 
 TEST(SmolLM2Tokenizer, DecodeInvertsEncodeOnEveryReferenceText) {
   const Tokenizer& t = smolTokenizer();
-  for (const auto& c : referenceIds()["cases"]) {
+  const nlohmann::json reference = referenceIds();  // the loop must not outlive it
+  for (const auto& c : reference["cases"]) {
     std::string text = c["text"];
     bool parseSpecial = c["parse_special"];
     EXPECT_EQ(t.decode(t.encode(text, true, parseSpecial), false), text);

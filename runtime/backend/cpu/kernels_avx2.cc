@@ -7,8 +7,13 @@
 #include "runtime/backend/cpu/half_float.h"
 
 // Only internal-linkage code below (see kernels_avx512.cc for why).
+// GCC takes target pragmas; clang applies the target attribute to every function here.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace ingot {
 namespace {
@@ -151,7 +156,11 @@ void axpyAvx2(float alpha, const float* x, float* y, int64_t n) {
 }  // namespace
 }  // namespace ingot
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace ingot {
 

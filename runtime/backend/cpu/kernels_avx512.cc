@@ -7,8 +7,13 @@
 // Everything below is compiled for AVX-512. Only internal-linkage code lives in this
 // region (no std templates are instantiated), so no AVX-512 copy of a shared inline
 // function can leak into code that runs on older CPUs.
+// GCC takes target pragmas; clang applies the target attribute to every function here.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+#endif
 
 namespace ingot {
 namespace {
@@ -152,7 +157,11 @@ void axpyAvx512(float alpha, const float* x, float* y, int64_t n) {
 }  // namespace
 }  // namespace ingot
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace ingot {
 
