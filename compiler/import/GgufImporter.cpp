@@ -351,6 +351,7 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
     tensor.produce = [file, source, dtype, permuteHeads](const TensorByteSink &sink) -> Status {
       std::vector<float> values(source->numElements);
       INGOT_RETURN_IF_ERROR(file->dequantizeTensor(*source, values.data()));
+      file->releaseTensorPages(*source);
       if (permuteHeads > 0)
         INGOT_RETURN_IF_ERROR(unpermuteRopeRows(values, source->shape(), permuteHeads));
       return writeConverted(values, dtype, sink);

@@ -476,4 +476,16 @@ Status GgufFile::dequantizeTensor(const GgufTensorInfo &tensor, float *dst) cons
       .withPrefix(path_ + ": tensor '" + tensor.name + "'");
 }
 
+void GgufFile::releaseTensorPages(const GgufTensorInfo &tensor) const {
+  if (!storage_ || !storage_->mapping)
+    return;
+  // Whole pages inside the tensor only: a neighbour's bytes may still be needed.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = dataOffset_ + tensor.offset;
+  const uint64_t first = (begin + page - 1) / page * page;
+  const uint64_t last = (begin + tensor.numBytes) / page * page;
+  if (last > first)
+    ::madvise(static_cast<uint8_t *>(storage_->mapping) + first, last - first, MADV_DONTNEED);
+}
+
 } // namespace ingot::gguf

@@ -106,6 +106,10 @@ public:
   /// Dequantizes the whole tensor into `dst` (numElements floats).
   Status dequantizeTensor(const GgufTensorInfo &tensor, float *dst) const;
 
+  /// Drops this process's mapping of the tensor's pages (they stay in the page cache), so
+  /// streaming a model tensor by tensor keeps the resident set near one tensor.
+  void releaseTensorPages(const GgufTensorInfo &tensor) const;
+
   /// Where the file's bytes live: an mmap of the file or an owned buffer.
   class Storage;
 
