@@ -5,11 +5,13 @@
 #include <ctime>
 #include <fstream>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
+#include "compiler/import/HfImporter.h"
 #include "compiler/import/LlamaModuleBuilder.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -96,12 +98,6 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     err << "ingot compile: error: cannot read '" << options.input << "'\n";
     return 1;
   }
-  if (kind == InputKind::Directory) {
-    err << "ingot compile: error: '" << options.input
-        << "' is a Hugging Face directory; this build imports GGUF files and ingot "
-           "modules (.mlir) only\n";
-    return 1;
-  }
 
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -113,14 +109,16 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   std::unique_ptr<importer::ImportedModel> checkpoint;
   uint64_t sourceHash = 0;
 
-  if (kind == InputKind::Gguf) {
+  if (kind == InputKind::Gguf || kind == InputKind::Directory) {
     StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype);
     if (!dtype.ok()) {
       err << "ingot compile: error: " << dtype.status().message() << "\n";
       return 2;
     }
     StatusOr<importer::ImportedModel> imported =
-        importer::importGguf(options.input, importer::GgufImportOptions{*dtype});
+        kind == InputKind::Gguf
+            ? importer::importGguf(options.input, importer::GgufImportOptions{*dtype})
+            : importer::importHuggingFace(options.input, importer::HfImportOptions{*dtype});
     if (!imported.ok()) {
       err << "ingot compile: error: " << imported.status().message() << "\n";
       return 1;
@@ -136,6 +134,14 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     module = std::move(*built);
     lowering.weights = WeightSource::Checkpoint;
     lowering.checkpoint = checkpoint.get();
+    if (::isatty(STDERR_FILENO))
+      lowering.onTensorWritten = [&err](size_t done, size_t total) {
+        constexpr size_t kWidth = 40;
+        size_t filled = total ? done * kWidth / total : kWidth;
+        err << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, ' ') << "] "
+            << done << "/" << total << " tensors" << (done == total ? "\n" : "")
+            << std::flush;
+      };
     sourceHash = checkpoint->sourceXxh64;
   } else {
     std::string errorMessage;

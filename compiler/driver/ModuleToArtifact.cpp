@@ -317,7 +317,18 @@ private:
     for (int64_t d : spec.shape)
       numElements *= static_cast<uint64_t>(d);
     uint64_t size = packedByteSize(spec.dtype, numElements);
-    writer.addTensor(std::move(spec), size, tensor.produce);
+    TensorProducer produce = tensor.produce;
+    if (options.onTensorWritten) {
+      // Producers run later, inside ArtifactWriter::write(): capture by value only.
+      produce = [inner = tensor.produce, report = options.onTensorWritten,
+                 done = tensorsWritten, total = model.tensors.size()](
+                    const TensorByteSink &sink) {
+        Status status = inner(sink);
+        report(++*done, total);
+        return status;
+      };
+    }
+    writer.addTensor(std::move(spec), size, std::move(produce));
     return success();
   }
 
@@ -497,6 +508,7 @@ private:
   const LoweringOptions &options;
   ArtifactWriter &writer;
   llvm::DenseMap<mlir::Value, int32_t> tensorOf;
+  std::shared_ptr<size_t> tensorsWritten = std::make_shared<size_t>(0);
   llvm::DenseMap<mlir::Value, int32_t> bufferOf;
   std::map<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>, int32_t> variantOf;
 };

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct LoweringOptions {
   uint64_t seed = 0;
   /// The checkpoint for WeightSource::Checkpoint; it also supplies the tokenizer.
   const importer::ImportedModel *checkpoint = nullptr;
+  /// Called after each checkpoint tensor is written, with (tensors done, total).
+  std::function<void(size_t, size_t)> onTensorWritten;
   Provenance provenance;
 };
 

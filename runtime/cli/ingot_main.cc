@@ -12,6 +12,27 @@
 #include "compiler/driver/CompileCommand.h"
 #endif
 
+namespace {
+
+/// Options `ingot run` and `ingot chat` share: the artifact, prompt, length, sampling, threads.
+void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
+  app->add_option("artifact", options.artifact, "Path to a .ingot artifact")->required();
+  app->add_option("-p,--prompt", options.prompt, "The prompt (chat: the first user turn)");
+  app->add_option("-n,--max-tokens", options.max_new_tokens, "Tokens to generate at most")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--temperature", options.sampling.temperature, "0 = greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  app->add_option("--top-k", options.sampling.top_k, "Keep the k likeliest tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--top-p", options.sampling.top_p, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--seed", options.sampling.seed, "Sampling seed");
+  app->add_option("--threads", options.num_threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Ingot: ahead-of-time compiler and serving runtime for LLMs"};
   app.require_subcommand(1);
@@ -45,40 +66,17 @@ int main(int argc, char** argv) {
   // ingot run
   ingot::RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Generate text from a prompt on the CPU backend");
-  run->add_option("artifact", run_options.artifact, "Path to a .ingot artifact")->required();
-  run->add_option("-p,--prompt", run_options.prompt, "The prompt")->required();
+  addGenerationOptions(run, run_options);
+  run->get_option("--prompt")->required();
   run->add_flag("--chat", run_options.chat, "Apply the artifact's chat template to the prompt");
-  run->add_option("-n,--max-tokens", run_options.max_new_tokens, "Tokens to generate at most")
-      ->check(CLI::PositiveNumber);
   run->add_flag("--ignore-eos", run_options.ignore_eos, "Keep generating past end-of-sequence");
-  run->add_option("--temperature", run_options.sampling.temperature, "0 = greedy")
-      ->check(CLI::Range(0.0, 100.0));
-  run->add_option("--top-k", run_options.sampling.top_k, "Keep the k likeliest tokens (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  run->add_option("--top-p", run_options.sampling.top_p, "Nucleus sampling threshold")
-      ->check(CLI::Range(0.0, 1.0));
-  run->add_option("--seed", run_options.sampling.seed, "Sampling seed");
-  run->add_option("--threads", run_options.num_threads, "CPU threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
 
   // ingot chat
   ingot::RunOptions chat_options;
   chat_options.max_new_tokens = 256;
   chat_options.chat = true;
   CLI::App* chat = app.add_subcommand("chat", "Chat with a model on the CPU backend");
-  chat->add_option("artifact", chat_options.artifact, "Path to a .ingot artifact")->required();
-  chat->add_option("-p,--prompt", chat_options.prompt, "First user turn");
-  chat->add_option("-n,--max-tokens", chat_options.max_new_tokens, "Tokens per reply at most")
-      ->check(CLI::PositiveNumber);
-  chat->add_option("--temperature", chat_options.sampling.temperature, "0 = greedy")
-      ->check(CLI::Range(0.0, 100.0));
-  chat->add_option("--top-k", chat_options.sampling.top_k, "Keep the k likeliest tokens")
-      ->check(CLI::NonNegativeNumber);
-  chat->add_option("--top-p", chat_options.sampling.top_p, "Nucleus sampling threshold")
-      ->check(CLI::Range(0.0, 1.0));
-  chat->add_option("--seed", chat_options.sampling.seed, "Sampling seed");
-  chat->add_option("--threads", chat_options.num_threads, "CPU threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+  addGenerationOptions(chat, chat_options);
 
   CLI11_PARSE(app, argc, argv);
 
