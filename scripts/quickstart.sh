@@ -17,7 +17,7 @@ ninja -C "$ROOT/build" -j"$JOBS" ingot ingot-opt
 echo "== [3/4] fetch SmolLM2-135M-Instruct and compile it -> build/smollm2.ingot"
 GGUF=$(scripts/fetch_model.sh | tail -n 1)
 "$ROOT/build/bin/ingot" compile "$GGUF" --dtype bf16 -o "$ROOT/build/smollm2.ingot"
-"$ROOT/build/bin/ingot" inspect --verify "$ROOT/build/smollm2.ingot" | head -n 12
+"$ROOT/build/bin/ingot" inspect --verify "$ROOT/build/smollm2.ingot" | sed -n "1,12p;/^checksums/p"
 
 echo "== [4/4] chat on the CPU"
 if [ -t 0 ] && [ -t 1 ]; then

@@ -160,7 +160,10 @@ int runChat(const RunOptions& options, std::istream& in, std::ostream& out, std:
   while (true) {
     if (!have_line) {
       out << "> " << std::flush;
-      if (!std::getline(in, line)) break;
+      if (!std::getline(in, line)) {
+        out << "\n";  // end of input: leave the terminal on a fresh line
+        break;
+      }
     }
     have_line = false;
     if (line == "/exit") break;
