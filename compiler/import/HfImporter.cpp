@@ -1,0 +1,70 @@
+//===- HfImporter.cpp - Hugging Face directories to an ImportedModel ------===//
+#include "compiler/import/HfImporter.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "compiler/import/WeightConversion.h"
+#include "compiler/import/hf/HfCheckpoint.h"
+#include "xxhash.h"
+
+namespace ingot::importer {
+namespace {
+
+/// xxh64 over config.json and each shard's header (name, dtype, shape, offsets): identifies
+/// the checkpoint without reading gigabytes of weights.
+uint64_t checkpointHash(const hf::HfCheckpoint &ckpt) {
+  XXH64_state_t *state = XXH64_createState();
+  XXH64_reset(state, 0);
+  std::ifstream config(ckpt.directory + "/config.json", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  XXH64_update(state, text.data(), text.size());
+  for (const hf::HfTensorRef &ref : ckpt.tensors) {
+    const hf::SafetensorsTensor &t = *ref.tensor;
+    XXH64_update(state, t.name.data(), t.name.size());
+    XXH64_update(state, t.shape.data(), t.shape.size() * sizeof(int64_t));
+    XXH64_update(state, &t.size, sizeof(t.size));
+    // A few bytes of content so re-trained weights of the same shapes hash differently.
+    XXH64_update(state, ref.shard->bytes(t), std::min<uint64_t>(t.size, 64));
+  }
+  uint64_t hash = XXH64_digest(state);
+  XXH64_freeState(state);
+  return hash;
+}
+
+} // namespace
+
+StatusOr<ImportedModel> importHuggingFace(const std::string &dir, const HfImportOptions &options) {
+  StatusOr<hf::HfCheckpoint> read = hf::readHfCheckpoint(dir);
+  if (!read.ok())
+    return read.status();
+  hf::HfCheckpoint ckpt = std::move(read).value();
+
+  ImportedModel model;
+  model.source = dir;
+  model.config = ckpt.config;
+  model.features = ckpt.features;
+  model.hasTokenizer = ckpt.hasTokenizer;
+  model.tokenizer = std::move(ckpt.tokenizer);
+  model.sourceXxh64 = checkpointHash(ckpt);
+  for (const hf::HfTensorRef &ref : ckpt.tensors) {
+    const hf::SafetensorsTensor *source = ref.tensor;
+    // Norm weights and biases stay f32: they are tiny and precision-sensitive.
+    schema::DType dtype = source->shape.size() == 1 ? schema::DType::F32 : options.weightDtype;
+    ImportedTensor tensor;
+    tensor.name = source->name;
+    tensor.shape = source->shape;
+    tensor.dtype = dtype;
+    std::shared_ptr<const hf::SafetensorsFile> shard = ref.shard;
+    tensor.produce = [shard, source, dtype](const TensorByteSink &sink) -> Status {
+      std::vector<float> values(static_cast<size_t>(source->numElements()));
+      shard->toFloat(*source, values.data());
+      shard->releaseTensorPages(*source);
+      return writeConverted(values, dtype, sink);
+    };
+    model.add(std::move(tensor));
+  }
+  return model;
+}
+
+} // namespace ingot::importer

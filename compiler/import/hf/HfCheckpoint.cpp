@@ -1,0 +1,420 @@
+//===- HfCheckpoint.cpp - a Hugging Face model directory, validated -------===//
+#include "compiler/import/hf/HfCheckpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/import/hf/HfTokenizer.h"
+
+namespace ingot::importer::hf {
+namespace {
+
+using nlohmann::json;
+
+/// model_type values and the architecture names the module builder knows them by.
+struct Architecture {
+  const char *modelType;
+  const char *className;
+  /// q/k/v projections always carry a bias.
+  bool qkvBias;
+};
+constexpr Architecture kArchitectures[] = {
+    {"llama", "LlamaForCausalLM", false},
+    {"mistral", "MistralForCausalLM", false},
+    {"qwen2", "Qwen2ForCausalLM", true},
+};
+
+Status readFile(const std::string &path, std::string &text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return notFound(path + ": cannot read");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return okStatus();
+}
+
+StatusOr<json> readJson(const std::string &path) {
+  std::string text;
+  INGOT_RETURN_IF_ERROR(readFile(path, text));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return invalidArgument(path + ": not a JSON object");
+  return j;
+}
+
+/// A required positive integer; the message names the key.
+template <typename T>
+Status requirePositive(const json &c, const char *key, const std::string &where, T &out) {
+  auto it = c.find(key);
+  if (it == c.end() || it->is_null())
+    return invalidArgument(where + ": missing key '" + key + "'");
+  if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+    return invalidArgument(where + ": key '" + key + "' must be a positive integer");
+  out = static_cast<T>(it->get<int64_t>());
+  return okStatus();
+}
+
+/// Token ids from an int, a list of ints or null.
+std::vector<int64_t> idList(const json &j) {
+  std::vector<int64_t> ids;
+  if (j.is_number_integer())
+    ids.push_back(j.get<int64_t>());
+  else if (j.is_array())
+    for (const json &v : j)
+      if (v.is_number_integer())
+        ids.push_back(v.get<int64_t>());
+  return ids;
+}
+
+double numberOr(const json &j, const char *key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+Status parseRope(const json &c, const std::string &where, RopeConfig &rope) {
+  // transformers >= 5 nests everything in rope_parameters; older configs use rope_theta and
+  // rope_scaling at the top level.
+  json params = c.value("rope_parameters", json());
+  json scaling = c.value("rope_scaling", json());
+  if (!params.is_object())
+    params = json::object();
+  rope.theta = numberOr(c, "rope_theta", numberOr(params, "rope_theta", 10000.0));
+  if (!scaling.is_object())
+    scaling = params;
+  std::string kind = scaling.value("rope_type", scaling.value("type", std::string("default")));
+  if (kind == "default") {
+    rope.scaling = schema::RopeScalingKind::None;
+  } else if (kind == "linear") {
+    rope.scaling = schema::RopeScalingKind::Linear;
+    rope.factor = numberOr(scaling, "factor", 1.0);
+  } else if (kind == "llama3") {
+    rope.scaling = schema::RopeScalingKind::Llama3;
+    rope.factor = numberOr(scaling, "factor", 1.0);
+    rope.lowFreqFactor = numberOr(scaling, "low_freq_factor", 1.0);
+    rope.highFreqFactor = numberOr(scaling, "high_freq_factor", 4.0);
+    rope.originalMaxPosition =
+        static_cast<int64_t>(numberOr(scaling, "original_max_position_embeddings", 8192));
+  } else {
+    return invalidArgument(where + ": rope scaling '" + kind +
+                           "' is not supported (default, linear and llama3 are)");
+  }
+  double partial =
+      numberOr(c, "partial_rotary_factor", numberOr(params, "partial_rotary_factor", 1.0));
+  if (partial != 1.0)
+    return invalidArgument(where + ": partial rotary embeddings (partial_rotary_factor " +
+                           std::to_string(partial) + ") are not supported");
+  return okStatus();
+}
+
+std::vector<int64_t> expectedShape(const std::string &name, const ModelConfig &c) {
+  int64_t q = int64_t(c.numHeads) * c.headDim, kv = int64_t(c.numKvHeads) * c.headDim;
+  auto ends = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  if (name == "model.embed_tokens.weight" || name == "lm_head.weight")
+    return {c.vocabSize, c.hiddenSize};
+  if (ends("norm.weight") || ends("layernorm.weight"))
+    return {c.hiddenSize};
+  if (ends("q_proj.weight"))
+    return {q, c.hiddenSize};
+  if (ends("k_proj.weight") || ends("v_proj.weight"))
+    return {kv, c.hiddenSize};
+  if (ends("q_proj.bias"))
+    return {q};
+  if (ends("k_proj.bias") || ends("v_proj.bias"))
+    return {kv};
+  if (ends("o_proj.weight"))
+    return {c.hiddenSize, q};
+  if (ends("gate_proj.weight") || ends("up_proj.weight"))
+    return {c.intermediateSize, c.hiddenSize};
+  if (ends("down_proj.weight"))
+    return {c.hiddenSize, c.intermediateSize};
+  return {};
+}
+
+/// True for names the Llama graph uses (per-layer names with a valid layer index).
+bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
+  if (name == "model.embed_tokens.weight" || name == "model.norm.weight" ||
+      name == "lm_head.weight")
+    return true;
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0)
+    return false;
+  size_t dot = name.find('.', prefix.size());
+  std::string layer = name.substr(prefix.size(), dot - prefix.size());
+  if (dot == std::string::npos || layer.empty() ||
+      layer.find_first_not_of("0123456789") != std::string::npos || layer.size() > 6 ||
+      std::stoi(layer) >= c.numLayers)
+    return false;
+  static const char *kLayerTensors[] = {
+      "input_layernorm.weight",  "post_attention_layernorm.weight",
+      "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+      "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+      "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+      "mlp.down_proj.weight"};
+  static const char *kBiases[] = {"self_attn.q_proj.bias", "self_attn.k_proj.bias",
+                                  "self_attn.v_proj.bias"};
+  std::string rest = name.substr(dot + 1);
+  for (const char *t : kLayerTensors)
+    if (rest == t)
+      return true;
+  if (bias)
+    for (const char *t : kBiases)
+      if (rest == t)
+        return true;
+  return false;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string baseName(const std::string &path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+/// Opens the shards: model.safetensors.index.json's, or the single model.safetensors.
+Status openShards(const std::string &dir,
+                  std::vector<std::shared_ptr<const SafetensorsFile>> &shards,
+                  std::map<std::string, std::pair<int, const SafetensorsTensor *>> &byName) {
+  std::string indexPath = dir + "/model.safetensors.index.json";
+  std::vector<std::string> files;
+  std::map<std::string, std::string> weightMap;
+  if (std::ifstream(indexPath)) {
+    StatusOr<json> index = readJson(indexPath);
+    if (!index.ok())
+      return index.status();
+    auto map = index->find("weight_map");
+    if (map == index->end() || !map->is_object())
+      return invalidArgument(indexPath + ": no 'weight_map' object");
+    for (auto it = map->begin(); it != map->end(); ++it) {
+      if (!it.value().is_string())
+        return invalidArgument(indexPath + ": tensor '" + it.key() + "' maps to no file name");
+      std::string file = it.value().get<std::string>();
+      if (file.find('/') != std::string::npos || file == ".." || file.empty())
+        return invalidArgument(indexPath + ": shard name '" + file + "' is not a plain file name");
+      weightMap[it.key()] = file;
+      if (std::find(files.begin(), files.end(), file) == files.end())
+        files.push_back(file);
+    }
+    std::sort(files.begin(), files.end());
+  } else if (std::ifstream(dir + "/model.safetensors")) {
+    files.push_back("model.safetensors");
+  } else {
+    return notFound(dir + ": no model.safetensors or model.safetensors.index.json");
+  }
+  for (const std::string &file : files) {
+    StatusOr<SafetensorsFile> shard = SafetensorsFile::open(dir + "/" + file);
+    if (!shard.ok())
+      return shard.status();
+    shards.push_back(std::make_shared<const SafetensorsFile>(std::move(shard).value()));
+    int index = static_cast<int>(shards.size()) - 1;
+    for (const SafetensorsTensor &t : shards.back()->tensors()) {
+      if (!weightMap.empty()) {
+        auto it = weightMap.find(t.name);
+        if (it == weightMap.end() || it->second != file)
+          continue; // the index places it elsewhere (or nowhere): not this shard's
+      }
+      if (!byName.emplace(t.name, std::make_pair(index, &t)).second)
+        return invalidArgument(dir + "/" + file + ": tensor '" + t.name +
+                               "' appears in more than one shard");
+    }
+  }
+  for (const auto &[name, file] : weightMap)
+    if (!byName.count(name))
+      return invalidArgument(indexPath + ": tensor '" + name + "' is not in its shard '" + file +
+                             "'");
+  return okStatus();
+}
+
+} // namespace
+
+static Status parseHfConfigUnchecked(const std::string &text, const std::string &where,
+                                     ModelConfig &config, GraphFeatures &features) {
+  json c = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (c.is_discarded() || !c.is_object())
+    return invalidArgument(where + ": not a JSON object");
+  std::string modelType = c.value("model_type", std::string());
+  std::string className;
+  if (auto a = c.find("architectures");
+      a != c.end() && a->is_array() && !a->empty() && a->front().is_string())
+    className = a->front().get<std::string>();
+  const Architecture *arch = nullptr;
+  for (const Architecture &a : kArchitectures)
+    if (modelType == a.modelType || (modelType.empty() && className == a.className))
+      arch = &a;
+  if (!arch)
+    return invalidArgument(where + ": architecture '" +
+                           (className.empty() ? std::string("?") : className) + "' (model_type '" +
+                           modelType + "') is not supported (supported: llama, mistral, qwen2)");
+  config.architecture = std::string(arch->modelType) == "qwen2" ? "qwen2" : "llama";
+  features.attentionBias = arch->qkvBias;
+  if (!arch->qkvBias && c.value("attention_bias", false))
+    return invalidArgument(where +
+                           ": attention_bias (biases on q/k/v and o_proj) is not "
+                           "supported for '" +
+                           modelType + "'");
+  if (c.value("mlp_bias", false))
+    return invalidArgument(where + ": mlp_bias is not supported");
+  std::string act = c.value("hidden_act", std::string("silu"));
+  if (act != "silu")
+    return invalidArgument(where + ": hidden_act '" + act + "' is not supported (silu is)");
+  if (auto sw = c.find("sliding_window"); sw != c.end() && sw->is_number_integer() &&
+                                          c.value("use_sliding_window", modelType != "qwen2"))
+    return invalidArgument(where + ": sliding-window attention (sliding_window " +
+                           std::to_string(sw->get<int64_t>()) + ") is not supported yet");
+
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "vocab_size", where, config.vocabSize));
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "hidden_size", where, config.hiddenSize));
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "intermediate_size", where, config.intermediateSize));
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "num_hidden_layers", where, config.numLayers));
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "num_attention_heads", where, config.numHeads));
+  INGOT_RETURN_IF_ERROR(requirePositive(c, "max_position_embeddings", where, config.maxContext));
+  config.numKvHeads = config.numHeads;
+  if (c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null())
+    INGOT_RETURN_IF_ERROR(requirePositive(c, "num_key_value_heads", where, config.numKvHeads));
+  if (config.numHeads % config.numKvHeads != 0)
+    return invalidArgument(where + ": num_attention_heads " + std::to_string(config.numHeads) +
+                           " is not a multiple of num_key_value_heads " +
+                           std::to_string(config.numKvHeads));
+  if (c.contains("head_dim") && !c["head_dim"].is_null()) {
+    INGOT_RETURN_IF_ERROR(requirePositive(c, "head_dim", where, config.headDim));
+  } else {
+    if (config.hiddenSize % config.numHeads != 0)
+      return invalidArgument(where + ": hidden_size " + std::to_string(config.hiddenSize) +
+                             " is not a multiple of num_attention_heads " +
+                             std::to_string(config.numHeads));
+    config.headDim = static_cast<int32_t>(config.hiddenSize / config.numHeads);
+  }
+  auto eps = c.find("rms_norm_eps");
+  if (eps == c.end() || !eps->is_number())
+    return invalidArgument(where + ": missing key 'rms_norm_eps'");
+  config.rmsNormEps = eps->get<float>();
+  INGOT_RETURN_IF_ERROR(parseRope(c, where, config.rope));
+  config.tieWordEmbeddings = c.value("tie_word_embeddings", false);
+  std::vector<int64_t> bos = idList(c.value("bos_token_id", json()));
+  config.bosTokenId = bos.empty() ? -1 : bos.front();
+  config.eosTokenIds = idList(c.value("eos_token_id", json()));
+  config.computeDtype = schema::DType::F32;
+  config.kvDtype = schema::DType::F32;
+  return okStatus();
+}
+
+static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &directory) {
+  HfCheckpoint ckpt;
+  ckpt.directory = directory;
+  ModelConfig &config = ckpt.config;
+  std::string configPath = directory + "/config.json";
+  std::string text;
+  INGOT_RETURN_IF_ERROR(readFile(configPath, text));
+  INGOT_RETURN_IF_ERROR(parseHfConfig(text, configPath, config, ckpt.features));
+  config.name = baseName(directory);
+
+  // generation_config.json's eos ids (a chat model's end-of-turn) join config.json's.
+  std::string generationPath = directory + "/generation_config.json";
+  if (std::ifstream(generationPath)) {
+    StatusOr<json> generation = readJson(generationPath);
+    if (!generation.ok())
+      return generation.status();
+    for (int64_t id : idList(generation->value("eos_token_id", json())))
+      if (std::find(config.eosTokenIds.begin(), config.eosTokenIds.end(), id) ==
+          config.eosTokenIds.end())
+        config.eosTokenIds.push_back(id);
+  }
+
+  INGOT_RETURN_IF_ERROR(readHfTokenizer(directory, ckpt.tokenizer, ckpt.hasTokenizer));
+  if (ckpt.hasTokenizer) {
+    Tokenizer &t = ckpt.tokenizer;
+    int64_t tokens = static_cast<int64_t>(t.tokens.size());
+    if (tokens > config.vocabSize)
+      return invalidArgument(directory + ": tokenizer.json has " + std::to_string(tokens) +
+                             " tokens but vocab_size is " + std::to_string(config.vocabSize));
+    // Embedding rows past the tokenizer (padding for alignment) become unused tokens.
+    for (int64_t i = tokens; i < config.vocabSize; ++i) {
+      t.tokens.push_back("[PAD" + std::to_string(i) + "]");
+      t.tokenAttrs.push_back(schema::TokenAttr::Control);
+      if (!t.scores.empty())
+        t.scores.push_back(-1e9f);
+    }
+    if (t.bosTokenId < 0)
+      t.bosTokenId = config.bosTokenId;
+    if (t.eosTokenId < 0 && !config.eosTokenIds.empty())
+      t.eosTokenId = config.eosTokenIds.front();
+    if (config.bosTokenId < 0)
+      config.bosTokenId = t.bosTokenId;
+    if (t.eosTokenId >= 0 && std::find(config.eosTokenIds.begin(), config.eosTokenIds.end(),
+                                       t.eosTokenId) == config.eosTokenIds.end())
+      config.eosTokenIds.push_back(t.eosTokenId);
+  }
+  for (int64_t id : config.eosTokenIds)
+    if (id < 0 || id >= config.vocabSize)
+      return invalidArgument(directory + ": eos token id " + std::to_string(id) +
+                             " is outside the vocabulary of " + std::to_string(config.vocabSize));
+
+  std::vector<std::shared_ptr<const SafetensorsFile>> shards;
+  std::map<std::string, std::pair<int, const SafetensorsTensor *>> byName;
+  INGOT_RETURN_IF_ERROR(openShards(directory, shards, byName));
+
+  std::vector<HfTensorRef> refs;
+  for (const auto &[name, where] : byName) {
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, ".inv_freq") == 0)
+      continue; // a RoPE cache some older checkpoints saved; recomputed from the config
+    if (name == "lm_head.weight" && config.tieWordEmbeddings)
+      continue; // a copy of the tied embedding
+    if (!isModelTensor(name, config, ckpt.features.attentionBias))
+      return invalidArgument(shards[where.first]->path() + ": unexpected tensor '" + name +
+                             "' for architecture '" + config.architecture + "'");
+    const SafetensorsTensor &t = *where.second;
+    std::vector<int64_t> expected = expectedShape(name, config);
+    if (t.shape != expected)
+      return invalidArgument(shards[where.first]->path() + ": tensor '" + name + "' has shape " +
+                             shapeText(t.shape) + ", expected " + shapeText(expected) +
+                             " from config.json");
+    refs.push_back(HfTensorRef{shards[where.first], &t});
+  }
+  if (!byName.count("lm_head.weight") && !config.tieWordEmbeddings)
+    return invalidArgument(directory + ": no tensor 'lm_head.weight' and tie_word_embeddings "
+                                       "is false");
+  std::stable_sort(refs.begin(), refs.end(), [&](const HfTensorRef &a, const HfTensorRef &b) {
+    if (a.shard != b.shard)
+      return a.shard->path() < b.shard->path();
+    return a.tensor->fileOffset < b.tensor->fileOffset;
+  });
+  ckpt.tensors = std::move(refs);
+  return ckpt;
+}
+
+Status parseHfConfig(const std::string &text, const std::string &where, ModelConfig &config,
+                     GraphFeatures &features) {
+  // nlohmann::json throws on a value of an unexpected type: report it as a bad file.
+  try {
+    return parseHfConfigUnchecked(text, where, config, features);
+  } catch (const nlohmann::json::exception &e) {
+    return invalidArgument(where + ": " + e.what());
+  }
+}
+
+StatusOr<HfCheckpoint> readHfCheckpoint(const std::string &directory) {
+  try {
+    return readHfCheckpointUnchecked(directory);
+  } catch (const nlohmann::json::exception &e) {
+    return invalidArgument(directory + ": " + e.what());
+  }
+}
+
+} // namespace ingot::importer::hf

@@ -1,0 +1,47 @@
+//===- HfCheckpoint.h - a Hugging Face model directory, validated ---*- C++ -*-===//
+//
+// Reads what a Hugging Face checkpoint directory says about a Llama-family model:
+// config.json (llama, mistral, qwen2), generation_config.json (extra eos ids), the
+// tokenizer (HfTokenizer.h), and the weights: model.safetensors, or the shards that
+// model.safetensors.index.json names (every indexed tensor must be in its shard). The
+// shards stay memory-mapped; tensor bytes are read later, one tensor at a time.
+// Plain C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/import/ImportedModel.h"
+#include "compiler/import/hf/SafetensorsFile.h"
+#include "runtime/base/status.h"
+
+namespace ingot::importer::hf {
+
+/// One weight of the checkpoint and where its bytes are.
+struct HfTensorRef {
+  std::shared_ptr<const SafetensorsFile> shard;
+  const SafetensorsTensor *tensor = nullptr;
+};
+
+struct HfCheckpoint {
+  std::string directory;
+  ModelConfig config;
+  GraphFeatures features;
+  bool hasTokenizer = false;
+  Tokenizer tokenizer;
+  /// The model's weights under Hugging Face names, in shard then offset order. Tensors the
+  /// graph does not use (rotary inv_freq buffers, a tied lm_head copy) are left out.
+  std::vector<HfTensorRef> tensors;
+};
+
+/// Parses config.json's text. `where` prefixes error messages (the file's path).
+Status parseHfConfig(const std::string &text, const std::string &where, ModelConfig &config,
+                     GraphFeatures &features);
+
+/// Opens and validates the directory: config, tokenizer, shards, tensor names and shapes.
+StatusOr<HfCheckpoint> readHfCheckpoint(const std::string &directory);
+
+} // namespace ingot::importer::hf
