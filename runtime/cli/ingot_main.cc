@@ -26,6 +26,14 @@ void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--top-p", options.sampling.top_p, "Nucleus sampling threshold")
       ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--min-p", options.sampling.min_p, "Drop tokens below min_p x the top one");
+  app->add_option("--repetition-penalty", options.sampling.repetition_penalty,
+                  "Penalize tokens already in the prompt or output (1 = off)");
+  app->add_option("--presence-penalty", options.sampling.presence_penalty,
+                  "OpenAI presence penalty (-2..2)");
+  app->add_option("--frequency-penalty", options.sampling.frequency_penalty,
+                  "OpenAI frequency penalty (-2..2)");
+  app->add_option("--stop", options.sampling.stop, "Stop before this text (repeatable)");
   app->add_option("--seed", options.sampling.seed, "Sampling seed");
   app->add_option("--threads", options.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);

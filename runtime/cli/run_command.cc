@@ -8,6 +8,7 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/generate/sequence_runner.h"
+#include "runtime/generate/stop_matcher.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/stream_decoder.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -97,20 +98,27 @@ StatusOr<GenerationStats> generate(Session& session, const RunOptions& options,
   stats.prefill_s = std::chrono::duration<double>(Clock::now() - prefill_start).count();
 
   Sampler sampler(options.sampling);
+  sampler.setPrompt(prompt);
   StreamDecoder decoder(*session.tokenizer, /*skipSpecial=*/true);
+  StopMatcher stops(options.sampling.stop);
   Clock::time_point decode_start = Clock::now();
   const int64_t vocab = seq.vocabSize();
   while (stats.generated < options.max_new_tokens) {
     int32_t next = sampler.sample(logits.data(), vocab);
     ++stats.generated;
     if (!options.ignore_eos && session.isEos(next)) break;
-    std::string piece = decoder.push(next);
+    if (std::find(options.sampling.stop_token_ids.begin(), options.sampling.stop_token_ids.end(),
+                  next) != options.sampling.stop_token_ids.end())
+      break;
+    std::string piece = stops.push(decoder.push(next));
     out << piece << std::flush;
     if (text) *text += piece;
+    if (stops.stopped()) break;
     if (seq.length() + 1 > seq.maxTokens() || stats.generated == options.max_new_tokens) break;
     INGOT_RETURN_IF_ERROR(seq.append({next}, /*all_rows=*/false, &logits));
   }
-  std::string rest = decoder.finish();
+  std::string rest = stops.stopped() ? std::string() : stops.push(decoder.finish());
+  rest += stops.finish();
   out << rest << std::endl;
   if (text) *text += rest;
   stats.decode_s = std::chrono::duration<double>(Clock::now() - decode_start).count();
@@ -133,6 +141,7 @@ void printStats(const Session& session, const GenerationStats& stats, std::ostre
 }  // namespace
 
 int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  if (Status valid = options.sampling.validate(); !valid.ok()) return fail(err, valid);
   StatusOr<Session> session = openSession(options);
   if (!session.ok()) return fail(err, session.status());
   std::string text = options.prompt;
@@ -150,6 +159,7 @@ int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err)
 }
 
 int runChat(const RunOptions& options, std::istream& in, std::ostream& out, std::ostream& err) {
+  if (Status valid = options.sampling.validate(); !valid.ok()) return fail(err, valid);
   StatusOr<Session> session = openSession(options);
   if (!session.ok()) return fail(err, session.status());
   err << "[ingot] chatting with " << options.artifact
