@@ -7,6 +7,7 @@
 
 #include "runtime/cli/inspect_command.h"
 #include "runtime/cli/run_command.h"
+#include "runtime/cli/tokenize_command.h"
 #include "runtime/version.h"
 #ifdef INGOT_HAVE_COMPILER
 #include "compiler/driver/CompileCommand.h"
@@ -86,7 +87,25 @@ int main(int argc, char** argv) {
   CLI::App* chat = app.add_subcommand("chat", "Chat with a model on the CPU backend");
   addGenerationOptions(chat, chat_options);
 
+  // ingot tokenize
+  ingot::TokenizeOptions tokenize_options;
+  bool no_special = false, literal_specials = false;
+  CLI::App* tokenize = app.add_subcommand("tokenize", "Print the token ids of a text");
+  tokenize->add_option("artifact", tokenize_options.artifact, "Path to a .ingot artifact")
+      ->required();
+  tokenize->add_option("text", tokenize_options.text, "The text")->required();
+  tokenize->add_flag("--no-bos", no_special, "Do not add BOS/EOS");
+  tokenize->add_flag("--literal-specials", literal_specials,
+                     "Tokenize special-token strings as plain text");
+  tokenize->add_flag("--pieces", tokenize_options.pieces, "Print one 'id<TAB>piece' per line");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (*tokenize) {
+    tokenize_options.add_special = !no_special;
+    tokenize_options.parse_special = !literal_specials;
+    return ingot::runTokenize(tokenize_options, std::cout, std::cerr);
+  }
 
   if (*chat) {
     return ingot::runChat(chat_options, std::cin, std::cout, std::cerr);
