@@ -12,7 +12,9 @@ using jinja::Value;
 
 struct ChatTemplate::Node {
   enum class Kind { kText, kOutput, kIf, kFor, kSet } kind;
-  std::string text;  // text, or the variable of for/set
+  std::string text;                // text, or the variable of set
+  std::string attr;                // set ns.attr: the attribute
+  std::vector<std::string> names;  // the loop variables of for (more than one unpack)
   ExprPtr expr;      // output, for's iterable, set's value
   std::vector<std::pair<ExprPtr, std::vector<std::unique_ptr<Node>>>> branches;  // if (null = else)
   std::vector<std::unique_ptr<Node>> body;
@@ -31,6 +33,26 @@ struct Segment {
 
 bool isBlank(char c) { return c == ' ' || c == '\t'; }
 bool isSpace(char c) { return isBlank(c) || c == '\n' || c == '\r'; }
+
+/// Where `close` ends a tag whose content starts at `from`: like Jinja's lexer, a `}}` inside
+/// brackets or a string literal (`{{ {'a': {}} }}`) does not end it.
+size_t findTagEnd(const std::string& src, size_t from, const std::string& close) {
+  int depth = 0;
+  for (size_t k = from; k < src.size(); ++k) {
+    char c = src[k];
+    if (depth == 0 && src.compare(k, close.size(), close) == 0) return k;
+    if (c == '\'' || c == '"') {
+      for (++k; k < src.size() && src[k] != c; ++k) {
+        if (src[k] == '\\') ++k;
+      }
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
 
 /// Splits source into segments applying `-` markers, trim_blocks and lstrip_blocks.
 StatusOr<std::vector<Segment>> segment(const std::string& src) {
@@ -74,7 +96,7 @@ StatusOr<std::vector<Segment>> segment(const std::string& src) {
     }
     if (!text.empty()) out.push_back({Segment::kText, text});
     const std::string close = type == '{' ? "}}" : type == '%' ? "%}" : "#}";
-    size_t end = src.find(close, inner);
+    size_t end = type == '#' ? src.find(close, inner) : findTagEnd(src, inner, close);
     if (end == std::string::npos) {
       return invalidArgument("chat template: tag opened at offset " + std::to_string(open) +
                              " is never closed");
@@ -145,12 +167,13 @@ class TemplateParser {
         if (next != "endif") return invalidArgument("chat template: 'if' without 'endif'");
       } else if (keyword == "for") {
         n->kind = Node::Kind::kFor;
-        n->text = p.takeName();
-        if (!p.acceptName("in")) return invalidArgument("chat template: expected 'in' in 'for'");
-        n->expr = p.parseCond();
-        if (!p.error().empty() || !p.atEnd()) {
-          return invalidArgument("chat template: bad 'for' statement: " + seg.content);
-        }
+        do n->names.push_back(p.takeName()); while (p.acceptOp(","));
+        if (!p.acceptName("in")) p.fail("expected 'in' in 'for'");
+        n->expr = p.parseWithoutCondition();
+        if (p.acceptName("if")) p.fail("unsupported syntax: 'for ... if' filter");
+        if (p.acceptName("recursive")) p.fail("unsupported syntax: recursive loops");
+        Status st = p.finish();
+        if (!st.ok()) return invalidArgument(st.message() + " in: " + seg.content);
         std::string next;
         ExprParser* end = nullptr;
         INGOT_RETURN_IF_ERROR(parseBody(&n->body, {"endfor"}, &next, &end));
@@ -158,11 +181,11 @@ class TemplateParser {
       } else if (keyword == "set") {
         n->kind = Node::Kind::kSet;
         n->text = p.takeName();
-        if (p.peek().text != "=") return invalidArgument("chat template: expected '=' in 'set'");
-        INGOT_ASSIGN_OR_RETURN(std::vector<jinja::Token> rest,
-                               jinja::lexExpression(seg.content.substr(seg.content.find('=') + 1)));
-        ExprParser value(std::move(rest));
-        INGOT_ASSIGN_OR_RETURN(n->expr, value.parseAll());
+        if (p.acceptOp(".")) n->attr = p.takeName();
+        if (p.peek().text == ",") p.fail("unsupported syntax: multiple targets in 'set'");
+        if (p.atEnd()) p.fail("unsupported statement: block 'set' (with 'endset')");
+        else if (!p.acceptOp("=")) p.fail("expected '=' in 'set'");
+        INGOT_ASSIGN_OR_RETURN(n->expr, p.parseAll());
       } else {
         return invalidArgument("chat template: unsupported statement '" + keyword + "'");
       }
@@ -191,7 +214,19 @@ Status renderNodes(const NodeList& nodes, std::vector<Scope>& scopes, std::strin
       }
       case Node::Kind::kSet: {
         INGOT_ASSIGN_OR_RETURN(Value v, jinja::evaluate(*n->expr, scopes));
-        scopes.back()[n->text] = std::move(v);
+        if (n->attr.empty()) {
+          scopes.back()[n->text] = std::move(v);
+          break;
+        }
+        Value* target = nullptr;
+        for (auto it = scopes.rbegin(); it != scopes.rend() && !target; ++it) {
+          auto found = it->find(n->text);
+          if (found != it->end()) target = &found->second;
+        }
+        if (!target || !target->isNamespace) {
+          return invalidArgument("chat template: '" + n->text + "' is not a namespace()");
+        }
+        target->put(n->attr, std::move(v));
         break;
       }
       case Node::Kind::kIf:
@@ -209,23 +244,38 @@ Status renderNodes(const NodeList& nodes, std::vector<Scope>& scopes, std::strin
         break;
       case Node::Kind::kFor: {
         INGOT_ASSIGN_OR_RETURN(Value seq, jinja::evaluate(*n->expr, scopes));
-        if (seq.kind == Value::Kind::kUndefined || seq.kind == Value::Kind::kNone) break;
-        if (seq.kind != Value::Kind::kList) {
-          return invalidArgument("chat template: 'for' over something that is not a list");
+        std::vector<Value> items;
+        if (seq.kind == Value::Kind::kList) {
+          items = *seq.list;
+        } else if (seq.kind == Value::Kind::kMap) {
+          for (const auto& entry : *seq.map) items.push_back(Value::string(entry.first));
+        } else if (seq.kind != Value::Kind::kUndefined && seq.kind != Value::Kind::kNone) {
+          return invalidArgument("chat template: 'for' over " + seq.repr());
         }
-        const int64_t count = static_cast<int64_t>(seq.list->size());
+        const int64_t count = static_cast<int64_t>(items.size());
         for (int64_t k = 0; k < count; ++k) {
-          Value loop;
-          loop.kind = Value::Kind::kMap;
-          loop.map = std::make_shared<std::map<std::string, Value>>();
-          (*loop.map)["index"] = Value::integer(k + 1);
-          (*loop.map)["index0"] = Value::integer(k);
-          (*loop.map)["revindex"] = Value::integer(count - k);
-          (*loop.map)["revindex0"] = Value::integer(count - k - 1);
-          (*loop.map)["first"] = Value::boolean(k == 0);
-          (*loop.map)["last"] = Value::boolean(k + 1 == count);
-          (*loop.map)["length"] = Value::integer(count);
-          scopes.push_back(Scope{{n->text, (*seq.list)[k]}, {"loop", loop}});
+          Value loop = Value::emptyMap();
+          loop.put("index", Value::integer(k + 1));
+          loop.put("index0", Value::integer(k));
+          loop.put("revindex", Value::integer(count - k));
+          loop.put("revindex0", Value::integer(count - k - 1));
+          loop.put("first", Value::boolean(k == 0));
+          loop.put("last", Value::boolean(k + 1 == count));
+          loop.put("length", Value::integer(count));
+          loop.put("previtem", k > 0 ? items[k - 1] : Value());
+          loop.put("nextitem", k + 1 < count ? items[k + 1] : Value());
+          Scope scope{{"loop", loop}};
+          if (n->names.size() == 1) {
+            scope[n->names[0]] = items[k];
+          } else {
+            const Value& item = items[k];
+            if (item.kind != Value::Kind::kList || item.list->size() != n->names.size()) {
+              return invalidArgument("chat template: cannot unpack " + item.repr() + " into " +
+                                     std::to_string(n->names.size()) + " loop variables");
+            }
+            for (size_t v = 0; v < n->names.size(); ++v) scope[n->names[v]] = (*item.list)[v];
+          }
+          scopes.push_back(std::move(scope));
           Status st = renderNodes(n->body, scopes, out);
           scopes.pop_back();
           INGOT_RETURN_IF_ERROR(st);
@@ -255,22 +305,25 @@ StatusOr<ChatTemplate> ChatTemplate::parse(const std::string& source) {
 StatusOr<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                            bool addGenerationPrompt, const std::string& bosToken,
                                            const std::string& eosToken) const {
-  Value list;
-  list.kind = Value::Kind::kList;
-  list.list = std::make_shared<std::vector<Value>>();
+  Value list = Value::emptyList();
   for (const ChatMessage& m : messages) {
-    Value msg;
-    msg.kind = Value::Kind::kMap;
-    msg.map = std::make_shared<std::map<std::string, Value>>();
-    (*msg.map)["role"] = Value::string(m.role);
-    (*msg.map)["content"] = Value::string(m.content);
+    Value msg = Value::emptyMap();
+    msg.put("role", Value::string(m.role));
+    msg.put("content", Value::string(m.content));
     list.list->push_back(std::move(msg));
   }
-  std::vector<Scope> scopes(1);
-  scopes[0]["messages"] = list;
-  scopes[0]["add_generation_prompt"] = Value::boolean(addGenerationPrompt);
-  scopes[0]["bos_token"] = Value::string(bosToken);
-  scopes[0]["eos_token"] = Value::string(eosToken);
+  // What transformers' apply_chat_template passes when there are no tools or documents.
+  return renderVariables({{"messages", list},
+                          {"add_generation_prompt", Value::boolean(addGenerationPrompt)},
+                          {"bos_token", Value::string(bosToken)},
+                          {"eos_token", Value::string(eosToken)},
+                          {"tools", Value::none()},
+                          {"documents", Value::none()}});
+}
+
+StatusOr<std::string> ChatTemplate::renderVariables(
+    const std::map<std::string, jinja::Value>& variables) const {
+  std::vector<Scope> scopes(1, Scope(variables.begin(), variables.end()));
   std::string out;
   INGOT_RETURN_IF_ERROR(renderNodes(root_->branches[0].second, scopes, &out));
   return out;
