@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "compiler/import/gguf/GgufFile.h"
+#include "compiler/import/LlamaTensorShapes.h"
 #include "compiler/import/WeightConversion.h"
 #include "xxhash.h"
 
@@ -214,41 +215,6 @@ Status readTokenizer(const GgufFile &file, ImportedModel &model) {
   return okStatus();
 }
 
-/// Expected Hugging Face shape of a tensor from the config, or empty if unknown.
-std::vector<int64_t> expectedShape(const std::string &hfName, const ModelConfig &c) {
-  int64_t q = int64_t(c.numHeads) * c.headDim, kv = int64_t(c.numKvHeads) * c.headDim;
-  auto ends = [&](const char *suffix) {
-    size_t n = std::strlen(suffix);
-    return hfName.size() >= n && hfName.compare(hfName.size() - n, n, suffix) == 0;
-  };
-  if (hfName == "model.embed_tokens.weight" || hfName == "lm_head.weight")
-    return {c.vocabSize, c.hiddenSize};
-  if (ends("norm.weight") || ends("layernorm.weight"))
-    return {c.hiddenSize};
-  if (ends("q_proj.weight"))
-    return {q, c.hiddenSize};
-  if (ends("k_proj.weight") || ends("v_proj.weight"))
-    return {kv, c.hiddenSize};
-  if (ends("q_proj.bias"))
-    return {q};
-  if (ends("k_proj.bias") || ends("v_proj.bias"))
-    return {kv};
-  if (ends("o_proj.weight"))
-    return {c.hiddenSize, q};
-  if (ends("gate_proj.weight") || ends("up_proj.weight"))
-    return {c.intermediateSize, c.hiddenSize};
-  if (ends("down_proj.weight"))
-    return {c.hiddenSize, c.intermediateSize};
-  return {};
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// xxh64 of the whole file, streamed (xxh64 runs at memory speed: ~0.1 s per GB).
 StatusOr<uint64_t> hashFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -326,7 +292,7 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
                              *archName + "'");
     }
     std::vector<int64_t> shape = info.shape();
-    std::vector<int64_t> expected = expectedShape(hfName, config);
+    std::vector<int64_t> expected = expectedLlamaShape(hfName, config);
     if (!expected.empty() && shape != expected)
       return invalidArgument(path + ": tensor '" + info.name + "' has shape " + shapeText(shape) +
                              ", expected " + shapeText(expected) + " from the config");

@@ -1,6 +1,8 @@
 //===- HfCheckpoint.cpp - a Hugging Face model directory, validated -------===//
 #include "compiler/import/hf/HfCheckpoint.h"
 
+#include "compiler/import/LlamaTensorShapes.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -113,32 +115,6 @@ Status parseRope(const json &c, const std::string &where, RopeConfig &rope) {
   return okStatus();
 }
 
-std::vector<int64_t> expectedShape(const std::string &name, const ModelConfig &c) {
-  int64_t q = int64_t(c.numHeads) * c.headDim, kv = int64_t(c.numKvHeads) * c.headDim;
-  auto ends = [&](const char *suffix) {
-    size_t n = std::strlen(suffix);
-    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
-  };
-  if (name == "model.embed_tokens.weight" || name == "lm_head.weight")
-    return {c.vocabSize, c.hiddenSize};
-  if (ends("norm.weight") || ends("layernorm.weight"))
-    return {c.hiddenSize};
-  if (ends("q_proj.weight"))
-    return {q, c.hiddenSize};
-  if (ends("k_proj.weight") || ends("v_proj.weight"))
-    return {kv, c.hiddenSize};
-  if (ends("q_proj.bias"))
-    return {q};
-  if (ends("k_proj.bias") || ends("v_proj.bias"))
-    return {kv};
-  if (ends("o_proj.weight"))
-    return {c.hiddenSize, q};
-  if (ends("gate_proj.weight") || ends("up_proj.weight"))
-    return {c.intermediateSize, c.hiddenSize};
-  if (ends("down_proj.weight"))
-    return {c.hiddenSize, c.intermediateSize};
-  return {};
-}
 
 /// True for names the Llama graph uses (per-layer names with a valid layer index).
 bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
@@ -173,12 +149,6 @@ bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
   return false;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 std::string baseName(const std::string &path) {
   std::string p = path;
@@ -380,7 +350,7 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
       return invalidArgument(shards[where.first]->path() + ": unexpected tensor '" + name +
                              "' for architecture '" + config.architecture + "'");
     const SafetensorsTensor &t = *where.second;
-    std::vector<int64_t> expected = expectedShape(name, config);
+    std::vector<int64_t> expected = expectedLlamaShape(name, config);
     if (t.shape != expected)
       return invalidArgument(shards[where.first]->path() + ": tensor '" + name + "' has shape " +
                              shapeText(t.shape) + ", expected " + shapeText(expected) +
