@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/cli/inspect_command.h"
+#include "runtime/cli/bench_command.h"
 #include "runtime/cli/run_command.h"
+#include "runtime/cli/serve_command.h"
 #include "runtime/cli/tokenize_command.h"
 #include "runtime/version.h"
 #ifdef INGOT_HAVE_COMPILER
@@ -87,6 +89,23 @@ int main(int argc, char** argv) {
   CLI::App* chat = app.add_subcommand("chat", "Chat with a model on the CPU backend");
   addGenerationOptions(chat, chat_options);
 
+  // ingot bench
+  ingot::BenchCommandOptions bench_options;
+  CLI::App* bench = app.add_subcommand("bench", "Offline throughput and latency of the engine");
+  bench->add_option("artifact", bench_options.artifact, "Path to a .ingot artifact")->required();
+  bench->add_option("-c,--concurrency", bench_options.concurrency,
+                    "Requests in flight, one run each (default 1 8 32)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--requests", bench_options.bench.num_requests, "Requests per run")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--prompt-min", bench_options.bench.prompt_min, "Shortest prompt (tokens)");
+  bench->add_option("--prompt-max", bench_options.bench.prompt_max, "Longest prompt (tokens)");
+  bench->add_option("--output-min", bench_options.bench.output_min, "Fewest tokens generated");
+  bench->add_option("--output-max", bench_options.bench.output_max, "Most tokens generated");
+  bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
+  bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
+  bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
+
   // ingot tokenize
   ingot::TokenizeOptions tokenize_options;
   bool no_special = false, literal_specials = false;
@@ -99,8 +118,43 @@ int main(int argc, char** argv) {
                      "Tokenize special-token strings as plain text");
   tokenize->add_flag("--pieces", tokenize_options.pieces, "Print one 'id<TAB>piece' per line");
 
+  // ingot serve
+  ingot::ServeOptions serve_options;
+  CLI::App* serve = app.add_subcommand("serve", "Serve an artifact over an OpenAI-compatible HTTP API");
+  serve->add_option("artifact", serve_options.artifact, "Path to a .ingot artifact")->required();
+  serve->add_option("--host", serve_options.host, "Address to listen on");
+  serve->add_option("--port", serve_options.port, "TCP port (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--threads", serve_options.threads, "Compute threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--io-threads", serve_options.io_threads, "Network I/O threads")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-queue", serve_options.max_queue,
+                    "Sequences admitted beyond --max-running before 429")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--kv-blocks", serve_options.kv_blocks, "KV cache blocks (0 = default)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--max-running", serve_options.max_running, "Sequences batched at once")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-batched-tokens", serve_options.max_batched_tokens,
+                    "Token budget of one engine step")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-model-len", serve_options.max_model_len,
+                    "Longest sequence, prompt plus output (0 = the model's context)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_flag("--no-prefix-cache", serve_options.no_prefix_cache, "Disable prefix caching");
+  serve->add_option("--served-model-name", serve_options.model_name,
+                    "Model name for the API (default: the artifact's file name)");
+
   CLI11_PARSE(app, argc, argv);
 
+  if (*serve) {
+    return ingot::runServe(serve_options, std::cerr);
+  }
+
+  if (*bench) {
+    return ingot::runBench(bench_options, std::cout, std::cerr);
+  }
   if (*tokenize) {
     tokenize_options.add_special = !no_special;
     tokenize_options.parse_special = !literal_specials;

@@ -1,0 +1,33 @@
+// `ingot serve`: an OpenAI-compatible HTTP server for one artifact.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace ingot {
+
+struct ServeOptions {
+  std::string artifact;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  /// Backend compute threads (0 = all cores).
+  int threads = 0;
+  /// Threads for network I/O.
+  int io_threads = 2;
+  /// Sequences admitted beyond the running cap before 429.
+  int max_queue = 256;
+  /// KV pool blocks (0 = the engine's default).
+  int64_t kv_blocks = 0;
+  int max_running = 64;
+  int max_batched_tokens = 512;
+  int max_model_len = 0;
+  bool no_prefix_cache = false;
+  /// Name clients use in "model"; empty = the artifact's file name without ".ingot".
+  std::string model_name;
+};
+
+/// Serves until SIGTERM/SIGINT, draining running requests; 0 on a clean stop.
+int runServe(const ServeOptions& options, std::ostream& err);
+
+}  // namespace ingot
