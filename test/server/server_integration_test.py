@@ -320,15 +320,24 @@ class ServingTest(unittest.TestCase):
 
 class QueueFullTest(unittest.TestCase):
     def test_queue_full_is_429_with_retry_after(self):
-        server = Server("--max-running", "1", "--max-queue", "1")
+        # Two blockers fill the one running place and the one queue place. They ask for far
+        # more tokens than the tiny model can produce during the test (even fast, without
+        # sanitizers), and the probes start only once /metrics shows both admitted.
+        server = Server("--max-running", "1", "--max-queue", "1", "--max-context", "65536")
         try:
             socks = []
-            body = json.dumps({"prompt": "x", "max_tokens": 900, "ignore_eos": True}).encode()
+            body = json.dumps({"prompt": "x", "max_tokens": 60000, "ignore_eos": True}).encode()
             for _ in range(2):
                 s = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
                 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                           str(len(body)).encode() + b"\r\n\r\n" + body)
                 socks.append(s)
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                m = server.metrics()
+                if m["ingot_num_requests_running"] + m["ingot_num_requests_waiting"] >= 2:
+                    break
+                time.sleep(0.05)
             deadline = time.time() + 20
             status = None
             while time.time() < deadline:
