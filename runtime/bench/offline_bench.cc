@@ -128,6 +128,84 @@ StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptio
   return result;
 }
 
+StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
+                                                    const InterferenceOptions& options) {
+  if (options.decoders < 1 || options.long_prompt < 1 || options.baseline_steps < 1)
+    return invalidArgument("bench: decoders, long prompt and baseline steps must be positive");
+  EngineOptions engine_options;
+  engine_options.num_threads = options.num_threads;
+  engine_options.scheduler.max_batched_tokens = options.max_batched_tokens;
+  engine_options.scheduler.max_prefill_while_decoding = options.max_prefill_while_decoding;
+  StatusOr<std::unique_ptr<Engine>> created = Engine::create(artifact, engine_options);
+  if (!created.ok()) return created.status();
+  Engine& engine = **created;
+  const int64_t vocab = engine.backend().vocabSize();
+  // Decoders must outlast the whole prefill of the long prompt.
+  const int32_t decoder_tokens = engine.maxModelLen() - options.decoder_prompt - 1;
+  if (options.long_prompt + 1 >= engine.maxModelLen() || decoder_tokens < 2 * options.baseline_steps)
+    return invalidArgument("bench: the model's context is too short for this scenario");
+
+  std::mt19937_64 rng(options.seed);
+  auto randomPrompt = [&](int32_t n) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (int32_t& t : p) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+    return p;
+  };
+  SamplingParams decode_params;
+  decode_params.max_tokens = decoder_tokens;
+  decode_params.ignore_eos = true;
+  std::unordered_map<RequestId, Clock::time_point> last;
+  for (int32_t i = 0; i < options.decoders; ++i) {
+    StatusOr<RequestId> id = engine.addRequest(randomPrompt(options.decoder_prompt), decode_params);
+    if (!id.ok()) return id.status();
+    last.emplace(*id, Clock::time_point{});
+  }
+  InterferenceResult result;
+  std::vector<double> itl;
+  RequestId long_id = -1;
+  Clock::time_point long_start;
+  int32_t measured_steps = 0;
+  bool decoding = false;
+  while (engine.hasWork()) {
+    StatusOr<std::vector<RequestOutput>> outputs = engine.step();
+    if (!outputs.ok()) return outputs.status();
+    const Clock::time_point now = Clock::now();
+    bool long_first_token = false;
+    int32_t decoder_tokens_this_step = 0;
+    for (const RequestOutput& out : *outputs) {
+      if (out.id == long_id) {
+        long_first_token = long_first_token || !out.token_ids.empty();
+        continue;
+      }
+      auto it = last.find(out.id);
+      if (it == last.end() || out.token_ids.empty()) continue;
+      if (it->second != Clock::time_point{} && decoding) itl.push_back(msBetween(it->second, now));
+      it->second = now;
+      ++decoder_tokens_this_step;
+    }
+    if (!decoding) {
+      decoding = decoder_tokens_this_step == options.decoders;  // every decoder has a token
+      continue;
+    }
+    if (long_id < 0 && ++measured_steps >= options.baseline_steps) {
+      result.baseline_itl_ms = summarize(itl);
+      itl.clear();
+      SamplingParams long_params;
+      long_params.max_tokens = 1;
+      StatusOr<RequestId> id = engine.addRequest(randomPrompt(options.long_prompt), long_params);
+      if (!id.ok()) return id.status();
+      long_id = *id;
+      long_start = Clock::now();
+    } else if (long_id >= 0 && long_first_token) {
+      result.long_prompt_ttft_ms = msBetween(long_start, now);
+      result.during_itl_ms = summarize(itl);
+      for (const auto& [id, unused] : last) engine.cancel(id);
+    }
+  }
+  result.p99_ratio = result.during_itl_ms.p99 / std::max(result.baseline_itl_ms.p99, 1e-9);
+  return result;
+}
+
 std::string benchResultsJson(const std::vector<BenchResult>& results) {
   nlohmann::json array = nlohmann::json::array();
   auto latency = [](const LatencySummary& s) {

@@ -46,6 +46,32 @@ struct BenchResult {
   double mean_batch = 0;   // sequences per engine step
 };
 
+/// How much a long prompt arriving slows requests that are decoding (chunked prefill).
+struct InterferenceOptions {
+  int32_t decoders = 16;
+  int32_t decoder_prompt = 32;
+  int32_t long_prompt = 4096;
+  /// Decode steps measured before the long prompt arrives.
+  int32_t baseline_steps = 32;
+  /// SchedulerOptions::max_prefill_while_decoding (0 = only the token budget limits it).
+  int32_t max_prefill_while_decoding = 0;
+  int32_t max_batched_tokens = 512;
+  uint64_t seed = 0;
+  int num_threads = 0;
+};
+
+struct InterferenceResult {
+  LatencySummary baseline_itl_ms;     // decoders alone
+  LatencySummary during_itl_ms;       // while the long prompt is prefilled
+  double long_prompt_ttft_ms = 0;
+  double p99_ratio = 0;               // during.p99 / baseline.p99
+};
+
+/// Runs `decoders` requests until all decode, measures their inter-token latency, then adds
+/// one `long_prompt`-token request and measures it again until that request's first token.
+StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
+                                                    const InterferenceOptions& options);
+
 /// Runs one benchmark over a fresh engine on `artifact`.
 StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptions& options);
 

@@ -45,6 +45,28 @@ TEST(OfflineBench, CompletesEveryRequestAndCountsTheirTokens) {
   EXPECT_EQ(json[0]["concurrency"], 4);
 }
 
+TEST(OfflineBench, InterferenceMeasuresBothPhases) {
+  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact({});
+  ASSERT_TRUE(bytes.ok());
+  StatusOr<Artifact> artifact = Artifact::openFromMemory(*bytes);
+  ASSERT_TRUE(artifact.ok());
+  InterferenceOptions options;
+  options.decoders = 4;
+  options.decoder_prompt = 8;
+  options.long_prompt = 200;
+  options.baseline_steps = 8;
+  options.max_prefill_while_decoding = 16;
+  options.max_batched_tokens = 64;
+  options.num_threads = 1;
+  StatusOr<InterferenceResult> r = runPrefillInterference(*artifact, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->baseline_itl_ms.p50, 0);
+  EXPECT_GT(r->during_itl_ms.p50, 0);
+  // 200 prompt tokens at <= 16 per step take at least 13 steps after it arrives.
+  EXPECT_GE(r->long_prompt_ttft_ms, 12 * r->baseline_itl_ms.p50 * 0.5);
+  EXPECT_GT(r->p99_ratio, 0);
+}
+
 TEST(OfflineBench, RejectsBadRanges) {
   StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact({});
   ASSERT_TRUE(bytes.ok());

@@ -12,8 +12,28 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
     err << "ingot bench: error: " << artifact.status().message() << "\n";
     return 1;
   }
-  std::vector<BenchResult> results;
   char line[256];
+  if (options.run_interference) {
+    StatusOr<InterferenceResult> r = runPrefillInterference(*artifact, options.interference);
+    if (!r.ok()) {
+      err << "ingot bench: error: " << r.status().message() << "\n";
+      return 1;
+    }
+    std::snprintf(line, sizeof(line),
+                  "%d decoders; a %d-token prompt arrives (prefill while decoding <= %d tokens "
+                  "per step, budget %d)\n"
+                  "  ITL alone:  p50 %.1f ms, p99 %.1f ms\n"
+                  "  ITL during: p50 %.1f ms, p99 %.1f ms  (p99 ratio %.2fx)\n"
+                  "  long prompt TTFT: %.0f ms\n",
+                  options.interference.decoders, options.interference.long_prompt,
+                  options.interference.max_prefill_while_decoding,
+                  options.interference.max_batched_tokens, r->baseline_itl_ms.p50,
+                  r->baseline_itl_ms.p99, r->during_itl_ms.p50, r->during_itl_ms.p99,
+                  r->p99_ratio, r->long_prompt_ttft_ms);
+    out << line;
+    return 0;
+  }
+  std::vector<BenchResult> results;
   std::snprintf(line, sizeof(line), "%5s %5s %9s %9s %7s | %8s %8s | %7s %7s | %8s %6s\n",
                 "conc", "reqs", "out tok/s", "tot tok/s", "ratio", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p50", "batch");

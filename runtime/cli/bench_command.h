@@ -15,6 +15,9 @@ struct BenchCommandOptions {
   BenchOptions bench;
   /// Also write the results as JSON here.
   std::string json_path;
+  /// > 0: instead, measure how a prompt of this many tokens slows running decoders.
+  InterferenceOptions interference;
+  bool run_interference = false;
 };
 
 /// Prints a table (and the throughput ratio to the first concurrency); returns the exit code.

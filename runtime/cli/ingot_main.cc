@@ -105,6 +105,15 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
   bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
   bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
+  bench->add_option("--interference", bench_options.interference.long_prompt,
+                    "Instead: how a prompt of this many tokens slows running decoders");
+  bench->add_option("--decoders", bench_options.interference.decoders,
+                    "Decoding requests for --interference");
+  bench->add_option("--max-prefill-while-decoding",
+                    bench_options.interference.max_prefill_while_decoding,
+                    "Prefill tokens a step carries next to decodes (0 = budget only)");
+  bench->add_option("--max-batched-tokens", bench_options.interference.max_batched_tokens,
+                    "Token budget of one step");
 
   // ingot tokenize
   ingot::TokenizeOptions tokenize_options;
@@ -153,6 +162,9 @@ int main(int argc, char** argv) {
   }
 
   if (*bench) {
+    bench_options.run_interference = bench->count("--interference") > 0;
+    bench_options.interference.seed = bench_options.bench.seed;
+    bench_options.interference.num_threads = bench_options.bench.num_threads;
     return ingot::runBench(bench_options, std::cout, std::cerr);
   }
   if (*tokenize) {

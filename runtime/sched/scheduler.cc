@@ -178,6 +178,9 @@ StepPlan Scheduler::schedule() {
     budget -= 1;
   }
 
+  if (plan.num_decodes > 0 && options_.max_prefill_while_decoding > 0)
+    budget = std::min(budget, options_.max_prefill_while_decoding);
+
   // 2. Chunks of running prefills (their blocks were allocated at admission).
   for (const Key& key : running_) {
     if (budget == 0) break;

@@ -22,6 +22,10 @@ struct SchedulerOptions {
   int32_t max_running = 64;
   /// Largest prefill chunk of one sequence in one step; 0 = the whole remaining budget.
   int32_t max_prefill_chunk = 0;
+  /// Prefill tokens a step may carry when it also carries decodes; 0 = no limit beyond the
+  /// budget. Bounds how much a long prompt arriving slows the running decoders (their
+  /// inter-token latency) at the cost of that prompt's time to first token.
+  int32_t max_prefill_while_decoding = 0;
   /// Blocks that admission leaves free while anything runs, so running decodes can grow
   /// without preempting at once (vLLM's 1% watermark); < 0 = 1% of the pool, at least 1.
   int32_t admission_watermark_blocks = -1;

@@ -67,6 +67,32 @@ TEST(SchedulerTest, DecodesAreScheduledBeforePrefill) {
   }
 }
 
+TEST(SchedulerTest, PrefillWhileDecodingIsCappedAndUncappedOtherwise) {
+  KvCacheManager kv(256, 16);
+  SchedulerOptions o;
+  o.max_batched_tokens = 64;
+  o.max_prefill_while_decoding = 6;
+  Scheduler s(&kv, o);
+  Driver d{&kv, &s};
+  for (int i = 0; i < 4; ++i) d.add(i, 8, 20);
+  d.step();  // no decodes yet: the four prompts share the whole budget
+  d.add(10, 300, 2);
+  int32_t covered = 0;
+  for (int step = 0; step < 10; ++step) {
+    StepPlan p = d.step();
+    ASSERT_EQ(p.num_decodes, 4);
+    EXPECT_EQ(p.num_tokens, 4 + 6);  // four decodes plus at most six prefill tokens
+    covered += p.num_tokens - 4;
+  }
+  EXPECT_EQ(covered, 60);
+  // Once the decoders are gone, the long prompt gets the whole budget again.
+  for (int step = 0; step < 20 && d.finished.size() < 4; ++step) d.step();
+  ASSERT_EQ(d.finished.size(), 4u);
+  StepPlan p = d.step();
+  ASSERT_EQ(p.num_decodes, 0);
+  EXPECT_EQ(p.num_tokens, 64);
+}
+
 TEST(SchedulerTest, LongPromptIsChunkedWithinTheBudget) {
   KvCacheManager kv(256, 16);
   SchedulerOptions o;
