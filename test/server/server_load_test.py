@@ -185,7 +185,7 @@ class SigtermUnderLoadTest(LoadTestCase):
             refused = [r for r in run.results if r.status != 200]
             bad = [r for r in started if not r.complete()]
             report("sigterm", started=len(started), not_started=len(refused),
-                   not_started_kinds=sorted({(r.status, (r.error or "")[:40]) for r in refused})[:4])
+                   not_started_kinds=sorted({(str(r.status), (r.error or "")[:40]) for r in refused})[:4])
             self.assertEqual(bad, [], [(r.error, r.done, r.usage) for r in bad[:3]])
             self.assertGreater(len(started), 100)
             self.assertGreater(len(refused), 0, "SIGTERM came after the load ended")
