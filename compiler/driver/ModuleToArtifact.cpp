@@ -6,6 +6,7 @@
 
 #include "codegen/cpu/RegionBytecodeEmitter.h"
 #include "compiler/driver/RandomWeights.h"
+#include "runtime/artifact/dtype_info.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -313,10 +314,7 @@ private:
       return op.emitError() << "weight '" << spec.name
                             << "' does not match checkpoint tensor '" << tensor.name
                             << "' in shape or dtype";
-    uint64_t numElements = 1;
-    for (int64_t d : spec.shape)
-      numElements *= static_cast<uint64_t>(d);
-    uint64_t size = packedByteSize(spec.dtype, numElements);
+    uint64_t size = packedByteSize(spec.dtype, spec.shape).value_or(0);
     TensorProducer produce = tensor.produce;
     if (options.onTensorWritten) {
       // Producers run later, inside ArtifactWriter::write(): capture by value only.

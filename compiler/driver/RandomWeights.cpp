@@ -1,8 +1,12 @@
 //===- RandomWeights.cpp - seeded pseudo-random weight bytes ---------------===//
 #include "compiler/driver/RandomWeights.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
+
+#include "compiler/import/WeightConversion.h"
+#include "runtime/artifact/dtype_info.h"
 
 namespace ingot::compiler {
 namespace {
@@ -29,53 +33,13 @@ uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-uint16_t toBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits += 0x7FFF + ((bits >> 16) & 1); // round to nearest even
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-uint16_t toF16(float f) {
-  // Values here are small and finite; a plain conversion without subnormal care.
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint32_t sign = (bits >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((bits >> 23) & 0xFF) - 127 + 15;
-  uint32_t mant = bits & 0x7FFFFF;
-  if (exp <= 0)
-    return static_cast<uint16_t>(sign); // flush tiny values to zero
-  if (exp >= 31)
-    return static_cast<uint16_t>(sign | 0x7BFF); // clamp to max finite
-  return static_cast<uint16_t>(sign | (exp << 10) | (mant >> 13));
-}
-
 } // namespace
-
-uint64_t packedByteSize(schema::DType dtype, uint64_t numElements) {
-  switch (dtype) {
-  case schema::DType::F32:
-  case schema::DType::I32:
-    return numElements * 4;
-  case schema::DType::F16:
-  case schema::DType::BF16:
-    return numElements * 2;
-  case schema::DType::I64:
-    return numElements * 8;
-  case schema::DType::F4E2M1FN:
-  case schema::DType::I4:
-  case schema::DType::U4:
-    return (numElements + 1) / 2;
-  default:
-    return numElements; // one byte per element
-  }
-}
 
 void fillRandomWeights(schema::DType dtype, uint64_t numElements, uint64_t seed,
                        std::string_view tensorName, float amplitude, bool positive,
                        std::vector<uint8_t> &out) {
   SplitMix64 rng{seed ^ fnv1a(tensorName)};
-  out.assign(packedByteSize(dtype, numElements), 0);
+  out.assign(packedByteSize(dtype, std::array<int64_t, 1>{int64_t(numElements)}).value_or(0), 0);
   uint8_t *p = out.data();
   for (uint64_t i = 0; i < numElements; ++i) {
     float v = rng.uniform() * amplitude;
@@ -86,12 +50,12 @@ void fillRandomWeights(schema::DType dtype, uint64_t numElements, uint64_t seed,
       std::memcpy(p + 4 * i, &v, 4);
       break;
     case schema::DType::BF16: {
-      uint16_t h = toBf16(v);
+      uint16_t h = importer::floatToBf16(v);
       std::memcpy(p + 2 * i, &h, 2);
       break;
     }
     case schema::DType::F16: {
-      uint16_t h = toF16(v);
+      uint16_t h = importer::floatToF16(v);
       std::memcpy(p + 2 * i, &h, 2);
       break;
     }

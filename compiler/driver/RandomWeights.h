@@ -14,10 +14,7 @@
 
 namespace ingot::compiler {
 
-/// Packed byte size of `numElements` elements of `dtype` (sub-byte types round up).
-uint64_t packedByteSize(schema::DType dtype, uint64_t numElements);
-
-/// Fills `out` with `packedByteSize(dtype, numElements)` bytes of finite values:
+/// Fills `out` with the packed bytes of `numElements` elements of finite values:
 /// floats uniform in [-amplitude, amplitude] (in (0, amplitude] when `positive`, for
 /// scales), E8M0 scales in [2^-7, 1], packed 4-bit values uniform over all 16 codes.
 void fillRandomWeights(schema::DType dtype, uint64_t numElements, uint64_t seed,
