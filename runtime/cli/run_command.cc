@@ -28,6 +28,7 @@ struct Session {
   std::unique_ptr<Artifact> artifact;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<SequenceRunner> runner;
+  std::unique_ptr<ChatTemplate> chat_template;  // parsed on first use
   std::vector<int64_t> eos;
   double load_s = 0;
 
@@ -60,18 +61,18 @@ StatusOr<Session> openSession(const RunOptions& options) {
   return session;
 }
 
-/// The conversation rendered through the artifact's chat template.
-StatusOr<std::string> renderChat(const Tokenizer& tokenizer,
-                                 const std::vector<ChatMessage>& messages) {
-  const std::string& source = tokenizer.data().chatTemplate;
-  if (source.empty()) return invalidArgument("the artifact has no chat template");
-  StatusOr<ChatTemplate> tmpl = ChatTemplate::parse(source);
-  if (!tmpl.ok()) return tmpl.status().withPrefix("chat template");
-  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer.tokenPiece(id) : std::string(); };
-  StatusOr<std::string> rendered = tmpl->render(messages, /*addGenerationPrompt=*/true,
-                                                piece(tokenizer.bosId()), piece(tokenizer.eosId()));
-  if (!rendered.ok()) return rendered.status().withPrefix("chat template");
-  return rendered;
+/// The conversation as prompt token ids through the artifact's chat template, parsed once
+/// per session.
+StatusOr<std::vector<int32_t>> chatPrompt(Session& session,
+                                          const std::vector<ChatMessage>& messages) {
+  if (!session.chat_template) {
+    const std::string& source = session.tokenizer->data().chatTemplate;
+    if (source.empty()) return invalidArgument("the artifact has no chat template");
+    StatusOr<ChatTemplate> tmpl = ChatTemplate::parse(source);
+    if (!tmpl.ok()) return tmpl.status().withPrefix("chat template");
+    session.chat_template = std::make_unique<ChatTemplate>(std::move(tmpl).value());
+  }
+  return encodeChatPrompt(*session.chat_template, *session.tokenizer, messages);
 }
 
 struct GenerationStats {
@@ -144,13 +145,14 @@ int runGenerate(const RunOptions& options, std::ostream& out, std::ostream& err)
   if (Status valid = options.sampling.validate(); !valid.ok()) return fail(err, valid);
   StatusOr<Session> session = openSession(options);
   if (!session.ok()) return fail(err, session.status());
-  std::string text = options.prompt;
+  std::vector<int32_t> prompt;
   if (options.chat) {
-    StatusOr<std::string> rendered = renderChat(*session->tokenizer, {{"user", options.prompt}});
-    if (!rendered.ok()) return fail(err, rendered.status().withPrefix("--chat"));
-    text = *rendered;
+    StatusOr<std::vector<int32_t>> ids = chatPrompt(*session, {{"user", options.prompt}});
+    if (!ids.ok()) return fail(err, ids.status().withPrefix("--chat"));
+    prompt = std::move(ids).value();
+  } else {
+    prompt = session->tokenizer->encode(options.prompt, /*addSpecial=*/true, /*parseSpecial=*/true);
   }
-  std::vector<int32_t> prompt = session->tokenizer->encode(text, true, true);
   if (prompt.empty()) return fail(err, invalidArgument("the prompt is empty"));
   StatusOr<GenerationStats> stats = generate(*session, options, prompt, out, nullptr);
   if (!stats.ok()) return fail(err, stats.status());
@@ -180,11 +182,10 @@ int runChat(const RunOptions& options, std::istream& in, std::ostream& out, std:
     if (line.empty()) continue;
     if (!options.prompt.empty() && messages.empty()) out << "> " << line << "\n";
     messages.push_back({"user", line});
-    StatusOr<std::string> rendered = renderChat(*session->tokenizer, messages);
-    if (!rendered.ok()) return fail(err, rendered.status());
-    std::vector<int32_t> prompt = session->tokenizer->encode(*rendered, true, true);
+    StatusOr<std::vector<int32_t>> prompt = chatPrompt(*session, messages);
+    if (!prompt.ok()) return fail(err, prompt.status());
     std::string reply;
-    StatusOr<GenerationStats> stats = generate(*session, options, prompt, out, &reply);
+    StatusOr<GenerationStats> stats = generate(*session, options, *prompt, out, &reply);
     if (!stats.ok()) {
       // The conversation outgrew the context: say so and start over.
       err << "ingot chat: " << stats.status().message() << "; starting a new conversation\n";

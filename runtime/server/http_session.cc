@@ -156,11 +156,9 @@ void HttpSession::startGeneration(RequestKind kind) {
   std::vector<int32_t> prompt;
   if (kind == RequestKind::kChat) {
     if (!ctx_.chat_template) return sendError(badRequest("the model has no chat template", "messages"));
-    auto piece = [&](int32_t id) { return id >= 0 ? tok.tokenPiece(id) : std::string(); };
-    StatusOr<std::string> text =
-        ctx_.chat_template->render(request.messages, true, piece(tok.bosId()), piece(tok.eosId()));
-    if (!text.ok()) return sendError(badRequest("chat template: " + text.status().message(), "messages"));
-    prompt = tok.encode(*text, /*addSpecial=*/false, /*parseSpecial=*/true);
+    StatusOr<std::vector<int32_t>> ids = encodeChatPrompt(*ctx_.chat_template, tok, request.messages);
+    if (!ids.ok()) return sendError(badRequest(ids.status().message(), "messages"));
+    prompt = std::move(ids).value();
   } else if (request.prompt_is_ids) {
     prompt = request.prompt_ids;
     for (int32_t id : prompt)

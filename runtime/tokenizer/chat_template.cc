@@ -2,6 +2,7 @@
 #include "runtime/tokenizer/chat_template.h"
 
 #include "runtime/tokenizer/jinja_expr.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace ingot {
 
@@ -327,6 +328,15 @@ StatusOr<std::string> ChatTemplate::renderVariables(
   std::string out;
   INGOT_RETURN_IF_ERROR(renderNodes(root_->branches[0].second, scopes, &out));
   return out;
+}
+
+StatusOr<std::vector<int32_t>> encodeChatPrompt(const ChatTemplate& tmpl, const Tokenizer& tokenizer,
+                                                const std::vector<ChatMessage>& messages) {
+  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer.tokenPiece(id) : std::string(); };
+  StatusOr<std::string> text = tmpl.render(messages, /*addGenerationPrompt=*/true,
+                                           piece(tokenizer.bosId()), piece(tokenizer.eosId()));
+  if (!text.ok()) return text.status().withPrefix("chat template");
+  return tokenizer.encode(*text, /*addSpecial=*/false, /*parseSpecial=*/true);
 }
 
 }  // namespace ingot

@@ -51,4 +51,13 @@ class ChatTemplate {
   std::shared_ptr<const Node> root_;
 };
 
+class Tokenizer;
+
+/// The token ids of `messages` as a chat prompt: rendered with `tmpl` and the tokenizer's
+/// BOS/EOS pieces, a generation prompt added, special-token strings parsed. No BOS is
+/// added by the tokenizer: the template writes every special token itself (as
+/// transformers' apply_chat_template(tokenize=True) does).
+StatusOr<std::vector<int32_t>> encodeChatPrompt(const ChatTemplate& tmpl, const Tokenizer& tokenizer,
+                                                const std::vector<ChatMessage>& messages);
+
 }  // namespace ingot
