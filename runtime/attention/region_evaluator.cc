@@ -128,6 +128,13 @@ Status RegionProgram::checkOperands(const RegionOperandView* operands,
 StatusOr<bool> RegionProgram::evalMask(int64_t b, int64_t h, int64_t q, int64_t kv,
                                        const RegionOperandView* operands,
                                        size_t num_operands) const {
+  if (!operands_.empty()) INGOT_RETURN_IF_ERROR(checkOperands(operands, num_operands));
+  return evalMaskPrechecked(b, h, q, kv, operands, num_operands);
+}
+
+StatusOr<bool> RegionProgram::evalMaskPrechecked(int64_t b, int64_t h, int64_t q, int64_t kv,
+                                                 const RegionOperandView* operands,
+                                                 size_t num_operands) const {
   if (kind_ != RegionKind::kMask) {
     return invalidArgument("region evaluation: evalMask on a score program");
   }
@@ -141,6 +148,13 @@ StatusOr<bool> RegionProgram::evalMask(int64_t b, int64_t h, int64_t q, int64_t 
 StatusOr<float> RegionProgram::evalScore(float s, int64_t b, int64_t h, int64_t q, int64_t kv,
                                          const RegionOperandView* operands,
                                          size_t num_operands) const {
+  if (!operands_.empty()) INGOT_RETURN_IF_ERROR(checkOperands(operands, num_operands));
+  return evalScorePrechecked(s, b, h, q, kv, operands, num_operands);
+}
+
+StatusOr<float> RegionProgram::evalScorePrechecked(float s, int64_t b, int64_t h, int64_t q,
+                                                   int64_t kv, const RegionOperandView* operands,
+                                                   size_t num_operands) const {
   if (kind_ != RegionKind::kScore) {
     return invalidArgument("region evaluation: evalScore on a mask program");
   }
@@ -153,7 +167,6 @@ StatusOr<float> RegionProgram::evalScore(float s, int64_t b, int64_t h, int64_t 
 
 Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operands,
                           size_t num_operands, uint64_t* result) const {
-  if (!operands_.empty()) INGOT_RETURN_IF_ERROR(checkOperands(operands, num_operands));
   // The decoder guarantees every register read below was written earlier in this run.
   // poison[r] marks MLIR poison (see schemas/region_bytecode.h); it becomes an error only
   // as a load index or as the yielded value.

@@ -79,10 +79,19 @@ class RegionProgram {
                             const RegionOperandView* operands = nullptr,
                             size_t num_operands = 0) const;
 
+  /// As evalMask/evalScore, for operands that already passed checkOperands(): attention
+  /// checks once per call and then evaluates per (query, head, key) without re-checking.
+  StatusOr<bool> evalMaskPrechecked(int64_t b, int64_t h, int64_t q, int64_t kv,
+                                    const RegionOperandView* operands, size_t num_operands) const;
+  StatusOr<float> evalScorePrechecked(float s, int64_t b, int64_t h, int64_t q, int64_t kv,
+                                      const RegionOperandView* operands,
+                                      size_t num_operands) const;
+
  private:
   friend StatusOr<RegionProgram> decodeRegionBytecode(const uint8_t* data, size_t size);
 
-  /// Runs the program with the given argument bits; writes the yielded register's bits.
+  /// Runs the program with the given argument bits (operands already checked); writes the
+  /// yielded register's bits.
   Status run(const uint64_t* args, const RegionOperandView* operands, size_t num_operands,
              uint64_t* result) const;
 

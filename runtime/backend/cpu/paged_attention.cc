@@ -130,7 +130,7 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
       for (int64_t kv = 0; kv < len; ++kv) visible[kv] = kv <= qSlot;
     } else if (!variant.mask_reads_head) {
       for (int64_t kv = 0; kv < len; ++kv) {
-        StatusOr<bool> m = variant.mask->evalMask(b, g * group, qSlot, kv, params.extra,
+        StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, g * group, qSlot, kv, params.extra,
                                                   params.num_extra);
         if (!m.ok()) return fail(m.status());
         visible[kv] = *m;
@@ -148,7 +148,7 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
         const int64_t h = g * group + j;
         float& s = scores[j * len + kv];
         if (perHeadMask) {
-          StatusOr<bool> m = variant.mask->evalMask(b, h, qSlot, kv, params.extra,
+          StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, h, qSlot, kv, params.extra,
                                                     params.num_extra);
           if (!m.ok()) return fail(m.status());
           if (!*m) {
@@ -161,7 +161,7 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
         }
         float v = params.scale * kernels.dot(q + t * H * D + h * D, krow, D);
         if (variant.score) {
-          StatusOr<float> r = variant.score->evalScore(v, b, h, qSlot, kv, params.extra,
+          StatusOr<float> r = variant.score->evalScorePrechecked(v, b, h, qSlot, kv, params.extra,
                                                        params.num_extra);
           if (!r.ok()) return fail(r.status());
           v = *r;
