@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   addGenerationOptions(run, run_options);
   run->get_option("--prompt")->required();
   run->add_flag("--chat", run_options.chat, "Apply the artifact's chat template to the prompt");
-  run->add_flag("--ignore-eos", run_options.ignore_eos, "Keep generating past end-of-sequence");
+  run->add_flag("--ignore-eos", run_options.sampling.ignore_eos, "Keep generating past end-of-sequence");
 
   // ingot chat
   ingot::RunOptions chat_options;

@@ -107,9 +107,8 @@ StatusOr<GenerationStats> generate(Session& session, const RunOptions& options,
   while (stats.generated < options.max_new_tokens) {
     int32_t next = sampler.sample(logits.data(), vocab);
     ++stats.generated;
-    if (!options.ignore_eos && session.isEos(next)) break;
-    if (std::find(options.sampling.stop_token_ids.begin(), options.sampling.stop_token_ids.end(),
-                  next) != options.sampling.stop_token_ids.end())
+    if (finishAfterToken(options.sampling, next, stats.generated, session.isEos(next)) ==
+        FinishReason::kStop)
       break;
     std::string piece = stops.push(decoder.push(next));
     out << piece << std::flush;

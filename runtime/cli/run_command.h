@@ -17,8 +17,7 @@ struct RunOptions {
   bool chat = false;
   /// Tokens to generate at most.
   int32_t max_new_tokens = 128;
-  /// Keep going past end-of-sequence tokens.
-  bool ignore_eos = false;
+  /// Sampling, stop tokens and strings, ignore_eos.
   SamplingParams sampling;
   int num_threads = 0;
 };
