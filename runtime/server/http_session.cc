@@ -318,13 +318,13 @@ void HttpSession::drainOutputs() {
       delta.finish_reason = c.finish_reason;
       --g.unfinished;
     }
-    c.text += delta.text;
-    c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
     if (stream) {
       if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty()) continue;
       events += sseEvent(formatChunk(g.header, {delta}, !c.sent_chunk, with_logprobs, piece));
       c.sent_chunk = true;
-    } else {
+    } else {  // the whole response is assembled only when it is not streamed
+      c.text += delta.text;
+      c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
       c.logprobs.insert(c.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
     }
   }
