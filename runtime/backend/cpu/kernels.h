@@ -36,6 +36,16 @@ struct CpuKernels {
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   /// y[i] += alpha * x[i]
   void (*axpy)(float alpha, const float* x, float* y, int64_t n) = nullptr;
+  /// Attention scores of `rows` query rows against n keys:
+  /// s[r * s_stride + i] = scale * sum_d q[r * q_stride + d] * k[i * k_stride + d], d < D.
+  /// Each score is reduced in an order that depends only on D.
+  void (*qk)(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+             int64_t n, int64_t D, float scale, float* s, int64_t s_stride) = nullptr;
+  /// The value update of online softmax for `rows` output rows over n values:
+  /// o[r * o_stride + d] = alpha[r] * o[...] + sum_i p[r * p_stride + i] * v[i * v_stride + d],
+  /// summed in order of i.
+  void (*pv)(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
+             int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) = nullptr;
 };
 
 /// The kernel table for `level` (which the CPU must support).

@@ -153,6 +153,22 @@ void axpyAvx2(float alpha, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+void qkAvx2(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+            int64_t n, int64_t D, float scale, float* s, int64_t s_stride) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      s[r * s_stride + i] = scale * dotAvx2(q + r * q_stride, k + i * k_stride, D);
+}
+
+void pvAvx2(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
+            int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* orow = o + r * o_stride;
+    for (int64_t d = 0; d < D; ++d) orow[d] *= alpha[r];
+    for (int64_t i = 0; i < n; ++i) axpyAvx2(p[r * p_stride + i], v + i * v_stride, orow, D);
+  }
+}
+
 }  // namespace
 }  // namespace ingot
 
@@ -173,6 +189,8 @@ const CpuKernels& avx2Kernels() {
     k.linear[static_cast<int>(WeightType::kBF16)] = linearAvx2<WeightType::kBF16>;
     k.dot = dotAvx2;
     k.axpy = axpyAvx2;
+    k.qk = qkAvx2;
+    k.pv = pvAvx2;
     return k;
   }();
   return kernels;

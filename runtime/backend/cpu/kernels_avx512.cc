@@ -154,6 +154,124 @@ void axpyAvx512(float alpha, const float* x, float* y, int64_t n) {
   }
 }
 
+/// Keys scored together against one query row, for independent FMA chains.
+constexpr int kQkKeys = 4;
+
+inline __mmask16 tailMask(int64_t count) {
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+void qkAvx512(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+              int64_t n, int64_t D, float scale, float* s, int64_t s_stride) {
+  const int64_t full = D / kLanes * kLanes;
+  const __mmask16 m = tailMask(D - full);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* qr = q + r * q_stride;
+    float* sr = s + r * s_stride;
+    int64_t i = 0;
+    for (; i + kQkKeys <= n; i += kQkKeys) {
+      const float* kr[kQkKeys];
+      __m512 acc[kQkKeys];
+      for (int j = 0; j < kQkKeys; ++j) {
+        kr[j] = k + (i + j) * k_stride;
+        acc[j] = _mm512_setzero_ps();
+      }
+      int64_t d = 0;
+      for (; d < full; d += kLanes) {
+        const __m512 qv = _mm512_loadu_ps(qr + d);
+        for (int j = 0; j < kQkKeys; ++j)
+          acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kr[j] + d), acc[j]);
+      }
+      if (d < D) {
+        const __m512 qv = _mm512_maskz_loadu_ps(m, qr + d);
+        for (int j = 0; j < kQkKeys; ++j)
+          acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, kr[j] + d), acc[j]);
+      }
+      for (int j = 0; j < kQkKeys; ++j) sr[i + j] = scale * _mm512_reduce_add_ps(acc[j]);
+    }
+    // The same per-key reduction as above, one key at a time.
+    for (; i < n; ++i) {
+      const float* kr = k + i * k_stride;
+      __m512 acc = _mm512_setzero_ps();
+      int64_t d = 0;
+      for (; d < full; d += kLanes)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), _mm512_loadu_ps(kr + d), acc);
+      if (d < D)
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qr + d), _mm512_maskz_loadu_ps(m, kr + d),
+                              acc);
+      sr[i] = scale * _mm512_reduce_add_ps(acc);
+    }
+  }
+}
+
+/// Output rows x 16-float column chunks held in registers by one pv tile.
+constexpr int kPvRows = 4;
+constexpr int kPvChunks = 4;
+
+/// R rows x C chunks of o starting at column d; the last chunk is masked by `last`.
+template <int R, int C>
+inline void pvTile(const float* p, int64_t p_stride, const float* v, int64_t v_stride, int64_t n,
+                   int64_t d, __mmask16 last, const float* alpha, float* o, int64_t o_stride) {
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+    for (int c = 0; c < C; ++c) {
+      const __mmask16 m = c == C - 1 ? last : static_cast<__mmask16>(0xffff);
+      acc[r][c] = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, o + r * o_stride + d + c * kLanes));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float* vr = v + i * v_stride + d;
+    __m512 vv[C];
+    for (int c = 0; c < C; ++c) {
+      const __mmask16 m = c == C - 1 ? last : static_cast<__mmask16>(0xffff);
+      vv[c] = _mm512_maskz_loadu_ps(m, vr + c * kLanes);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 pb = _mm512_set1_ps(p[r * p_stride + i]);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const __mmask16 m = c == C - 1 ? last : static_cast<__mmask16>(0xffff);
+      _mm512_mask_storeu_ps(o + r * o_stride + d + c * kLanes, m, acc[r][c]);
+    }
+}
+
+template <int R>
+inline void pvRows(const float* p, int64_t p_stride, const float* v, int64_t v_stride, int64_t n,
+                   int64_t D, const float* alpha, float* o, int64_t o_stride) {
+  for (int64_t d = 0; d < D; d += kPvChunks * kLanes) {
+    const int64_t width = D - d < kPvChunks * kLanes ? D - d : kPvChunks * kLanes;
+    const int chunks = static_cast<int>((width + kLanes - 1) / kLanes);
+    const int64_t rem = width - (chunks - 1) * kLanes;
+    const __mmask16 last = rem == kLanes ? static_cast<__mmask16>(0xffff) : tailMask(rem);
+    switch (chunks) {
+      case 4: pvTile<R, 4>(p, p_stride, v, v_stride, n, d, last, alpha, o, o_stride); break;
+      case 3: pvTile<R, 3>(p, p_stride, v, v_stride, n, d, last, alpha, o, o_stride); break;
+      case 2: pvTile<R, 2>(p, p_stride, v, v_stride, n, d, last, alpha, o, o_stride); break;
+      default: pvTile<R, 1>(p, p_stride, v, v_stride, n, d, last, alpha, o, o_stride); break;
+    }
+  }
+}
+
+void pvAvx512(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
+              int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) {
+  int64_t r = 0;
+  for (; r + kPvRows <= rows; r += kPvRows)
+    pvRows<kPvRows>(p + r * p_stride, p_stride, v, v_stride, n, D, alpha + r, o + r * o_stride,
+                    o_stride);
+  const float* pr = p + r * p_stride;
+  float* orow = o + r * o_stride;
+  switch (rows - r) {
+    case 3: pvRows<3>(pr, p_stride, v, v_stride, n, D, alpha + r, orow, o_stride); break;
+    case 2: pvRows<2>(pr, p_stride, v, v_stride, n, D, alpha + r, orow, o_stride); break;
+    case 1: pvRows<1>(pr, p_stride, v, v_stride, n, D, alpha + r, orow, o_stride); break;
+    default: break;
+  }
+}
+
 }  // namespace
 }  // namespace ingot
 
@@ -174,6 +292,8 @@ const CpuKernels& avx512Kernels() {
     k.linear[static_cast<int>(WeightType::kBF16)] = linearAvx512<WeightType::kBF16>;
     k.dot = dotAvx512;
     k.axpy = axpyAvx512;
+    k.qk = qkAvx512;
+    k.pv = pvAvx512;
     return k;
   }();
   return kernels;

@@ -42,6 +42,22 @@ void axpyScalar(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+void qkScalar(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+              int64_t n, int64_t D, float scale, float* s, int64_t s_stride) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      s[r * s_stride + i] = scale * dotScalar(q + r * q_stride, k + i * k_stride, D);
+}
+
+void pvScalar(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
+              int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* orow = o + r * o_stride;
+    for (int64_t d = 0; d < D; ++d) orow[d] *= alpha[r];
+    for (int64_t i = 0; i < n; ++i) axpyScalar(p[r * p_stride + i], v + i * v_stride, orow, D);
+  }
+}
+
 CpuKernels makeScalar() {
   CpuKernels k;
   k.level = SimdLevel::kScalar;
@@ -50,6 +66,8 @@ CpuKernels makeScalar() {
   k.linear[static_cast<int>(WeightType::kBF16)] = linearScalar<WeightType::kBF16>;
   k.dot = dotScalar;
   k.axpy = axpyScalar;
+  k.qk = qkScalar;
+  k.pv = pvScalar;
   return k;
 }
 

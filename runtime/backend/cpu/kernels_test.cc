@@ -144,6 +144,55 @@ TEST(KernelsTest, DotAndAxpyMatchNaive) {
   }
 }
 
+TEST(KernelsTest, AttentionScoresAndValueUpdatesMatchNaive) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (SimdLevel level : supportedLevels()) {
+    const CpuKernels& k = cpuKernels(level);
+    for (int64_t D : {1, 8, 15, 16, 40, 64, 80, 128, 200}) {
+      for (int64_t rows : {1, 3, 4, 5, 9}) {
+        for (int64_t n : {1, 3, 4, 7, 16}) {
+          SCOPED_TRACE(std::string(simdLevelName(level)) + " D " + std::to_string(D) + " rows " +
+                       std::to_string(rows) + " n " + std::to_string(n));
+          // Strided rows, as in the KV pool (k_stride > D) and a score tile (s_stride > n).
+          const int64_t qs = D + 3, ks = D + 5, ss = n + 2, os = D + 1;
+          std::vector<float> q(rows * qs), kv(n * ks), p(rows * ss), alpha(rows);
+          std::vector<float> o(rows * os);
+          for (std::vector<float>* v : {&q, &kv, &p, &alpha, &o})
+            for (float& x : *v) x = dist(rng);
+          std::vector<float> s(rows * ss, kPoison);
+          k.qk(q.data(), qs, rows, kv.data(), ks, n, D, 0.5f, s.data(), ss);
+          std::vector<float> o2 = o;
+          k.pv(p.data(), ss, rows, kv.data(), ks, n, D, alpha.data(), o2.data(), os);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t i = 0; i < n; ++i) {
+              double ref = 0;
+              for (int64_t d = 0; d < D; ++d) ref += double(q[r * qs + d]) * kv[i * ks + d];
+              ASSERT_NEAR(s[r * ss + i], 0.5 * ref, 1e-5);
+            }
+            for (int64_t d = 0; d < os; ++d) {
+              if (d >= D) {  // past the row: untouched
+                ASSERT_EQ(o2[r * os + d], o[r * os + d]);
+                continue;
+              }
+              double ref = double(alpha[r]) * o[r * os + d];
+              for (int64_t i = 0; i < n; ++i) ref += double(p[r * ss + i]) * kv[i * ks + d];
+              ASSERT_NEAR(o2[r * os + d], ref, 1e-5);
+            }
+          }
+          // One row or one key alone gives bitwise the same score as among many.
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t i = 0; i < n; ++i) {
+              float one = kPoison;
+              k.qk(q.data() + r * qs, qs, 1, kv.data() + i * ks, ks, 1, D, 0.5f, &one, 1);
+              ASSERT_EQ(0, std::memcmp(&one, &s[r * ss + i], sizeof(float)));
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(HalfFloatTest, ConversionsRoundTripAndRoundToNearest) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = f16ToF32(static_cast<uint16_t>(h));

@@ -1,4 +1,5 @@
-// Paged attention on CPU: one work item per (token, kv head), two passes over the KV.
+// Paged attention on CPU: one work item per (tile of a request's new tokens, kv head),
+// one pass over the KV blocks with online softmax.
 #include "runtime/backend/cpu/paged_attention.h"
 
 #include <algorithm>
@@ -71,12 +72,23 @@ void kvWriteRows(float* cache, const KvCacheLayout& layout, int64_t layer, const
   }
 }
 
+namespace {
+
+/// New tokens of one request handled by one work item: they share every K/V block read,
+/// which stays in L1 while the tile's queries are scored against it.
+constexpr int64_t kQueryTile = 4;
+
+using AttentionItem = AttentionScratch::Item;
+
+}  // namespace
+
 Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& layout,
                       const AttentionBatch& batch, const AttentionParams& params, float* out,
                       ThreadPool& pool, const CpuKernels& kernels, AttentionScratch& scratch) {
   const int64_t H = params.num_heads, Hkv = params.num_kv_heads, D = params.head_dim;
   const int64_t group = H / Hkv;
-  const int64_t T = batch.num_tokens;
+  const int64_t bs = layout.block_size;
+  const int64_t rowFloats = layout.rowFloats();
   if (params.variant.mask) {
     INGOT_RETURN_IF_ERROR(params.variant.mask->checkOperands(params.extra, params.num_extra));
   }
@@ -84,20 +96,23 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
     INGOT_RETURN_IF_ERROR(params.variant.score->checkOperands(params.extra, params.num_extra));
   }
 
-  scratch.request_of_token.assign(T, 0);
-  int64_t maxLen = 0;
-  for (int64_t b = 0; b < batch.num_requests; ++b) {
-    for (int64_t t = batch.query_start[b]; t < batch.query_start[b + 1]; ++t)
-      scratch.request_of_token[t] = static_cast<int32_t>(b);
-    maxLen = std::max<int64_t>(maxLen, batch.seq_lens[b]);
-  }
+  // Tiles of up to kQueryTile consecutive new tokens of one request.
+  std::vector<AttentionItem>& items = scratch.items;
+  items.clear();
+  for (int64_t b = 0; b < batch.num_requests; ++b)
+    for (int64_t t = batch.query_start[b]; t < batch.query_start[b + 1]; t += kQueryTile)
+      items.push_back({b, t, std::min<int64_t>(t + kQueryTile, batch.query_start[b + 1])});
+
+  // Per worker: scores/probabilities [tile token][head][key in block], the running max and
+  // sum and the rescale factor per (tile token, head), the mask of one block.
+  const int64_t rowsPerTile = kQueryTile * group;
   scratch.scores.resize(pool.size());
   scratch.visible.resize(pool.size());
+  scratch.softmax.resize(pool.size());
   for (int w = 0; w < pool.size(); ++w) {
-    if (static_cast<int64_t>(scratch.scores[w].size()) < group * maxLen)
-      scratch.scores[w].resize(group * maxLen);
-    if (static_cast<int64_t>(scratch.visible[w].size()) < maxLen)
-      scratch.visible[w].resize(maxLen);
+    scratch.scores[w].resize(rowsPerTile * bs);
+    scratch.visible[w].resize(kQueryTile * bs);
+    scratch.softmax[w].resize(3 * rowsPerTile);
   }
 
   std::atomic<bool> failed{false};
@@ -110,91 +125,114 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
   };
   const AttentionVariantPrograms& variant = params.variant;
   const float negInf = -std::numeric_limits<float>::infinity();
+  const bool perHeadMask = variant.mask && !variant.mask_is_causal && variant.mask_reads_head;
+  const bool sharedMask = variant.mask && !variant.mask_is_causal && !variant.mask_reads_head;
 
-  pool.parallelForDynamic(T * Hkv, [&](int64_t item, int worker) {
+  const int64_t numItems = static_cast<int64_t>(items.size());
+  pool.parallelForDynamic(numItems * Hkv, [&](int64_t index, int worker) {
     if (failed.load(std::memory_order_relaxed)) return;
-    const int64_t t = item / Hkv, g = item % Hkv;
-    const int64_t b = scratch.request_of_token[t];
+    const AttentionItem& item = items[index / Hkv];
+    const int64_t g = index % Hkv;
+    const int64_t b = item.b, tileTokens = item.t1 - item.t0;
     const int64_t len = batch.seq_lens[b];
     const int64_t newTokens = batch.query_start[b + 1] - batch.query_start[b];
-    const int64_t qSlot = len - newTokens + (t - batch.query_start[b]);
+    const int64_t firstSlot = len - newTokens + (item.t0 - batch.query_start[b]);
     const int32_t* blocks = batch.block_tables + b * batch.max_blocks;
     float* scores = scratch.scores[worker].data();
     uint8_t* visible = scratch.visible[worker].data();
+    float* runMax = scratch.softmax[worker].data();
+    float* runSum = runMax + rowsPerTile;
+    float* alpha = runSum + rowsPerTile;
 
-    // Mask, shared by the group's heads unless it reads h.
-    bool perHeadMask = false;
-    if (!variant.mask) {
-      std::memset(visible, 1, len);
-    } else if (variant.mask_is_causal) {
-      for (int64_t kv = 0; kv < len; ++kv) visible[kv] = kv <= qSlot;
-    } else if (!variant.mask_reads_head) {
-      for (int64_t kv = 0; kv < len; ++kv) {
-        StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, g * group, qSlot, kv, params.extra,
-                                                  params.num_extra);
-        if (!m.ok()) return fail(m.status());
-        visible[kv] = *m;
-      }
-    } else {
-      perHeadMask = true;
+    // Keys a token may see at most: a causal token sees up to its own slot.
+    int64_t keysOf[kQueryTile];
+    int64_t tileKeys = 0;
+    for (int64_t i = 0; i < tileTokens; ++i) {
+      keysOf[i] = variant.mask_is_causal ? firstSlot + i + 1 : len;
+      tileKeys = std::max(tileKeys, keysOf[i]);
+      std::memset(out + (item.t0 + i) * H * D + g * group * D, 0, group * D * sizeof(float));
     }
+    std::fill(runMax, runMax + rowsPerTile, negInf);
+    std::fill(runSum, runSum + rowsPerTile, 0.f);
 
-    // Pass 1: scores.
-    for (int64_t kv = 0; kv < len; ++kv) {
-      const float* krow =
-          cache + layout.rowOffset(blocks[kv / layout.block_size], params.layer, 0,
-                                   kv % layout.block_size) + g * D;
-      for (int64_t j = 0; j < group; ++j) {
-        const int64_t h = g * group + j;
-        float& s = scores[j * len + kv];
-        if (perHeadMask) {
-          StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, h, qSlot, kv, params.extra,
-                                                    params.num_extra);
-          if (!m.ok()) return fail(m.status());
-          if (!*m) {
-            s = negInf;
+    for (int64_t start = 0; start < tileKeys; start += bs) {
+      const int64_t block = blocks[start / bs];
+      const float* krows = cache + layout.rowOffset(block, params.layer, 0, 0) + g * D;
+      const float* vrows = cache + layout.rowOffset(block, params.layer, 1, 0) + g * D;
+      for (int64_t i = 0; i < tileTokens; ++i) {
+        const int64_t n = std::min(bs, keysOf[i] - start);
+        if (n <= 0) continue;
+        const int64_t t = item.t0 + i, qSlot = firstSlot + i;
+        uint8_t* vis = visible + i * bs;
+        if (sharedMask) {
+          bool any = false;
+          for (int64_t j = 0; j < n; ++j) {
+            StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, g * group, qSlot, start + j,
+                                                                params.extra, params.num_extra);
+            if (!m.ok()) return fail(m.status());
+            vis[j] = *m;
+            any = any || *m;
+          }
+          if (!any) continue;  // the whole block is hidden from this token
+        }
+        float* s = scores + i * group * bs;
+        kernels.qk(q + t * H * D + g * group * D, D, group, krows, rowFloats, n, D, params.scale,
+                   s, bs);
+        for (int64_t j = 0; j < group; ++j) {
+          const int64_t h = g * group + j;
+          float* sj = s + j * bs;
+          for (int64_t kv = 0; kv < n; ++kv) {
+            bool shown = true;
+            if (sharedMask) {
+              shown = vis[kv];
+            } else if (perHeadMask) {
+              StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, h, qSlot, start + kv,
+                                                                  params.extra, params.num_extra);
+              if (!m.ok()) return fail(m.status());
+              shown = *m;
+            }
+            if (!shown) {
+              sj[kv] = negInf;
+            } else if (variant.score) {
+              StatusOr<float> r = variant.score->evalScorePrechecked(
+                  sj[kv], b, h, qSlot, start + kv, params.extra, params.num_extra);
+              if (!r.ok()) return fail(r.status());
+              sj[kv] = *r;
+            }
+          }
+          // Online softmax: rescale what was summed so far to the new running maximum.
+          const int64_t row = i * group + j;
+          float blockMax = negInf;
+          for (int64_t kv = 0; kv < n; ++kv) blockMax = std::max(blockMax, sj[kv]);
+          const float newMax = std::max(runMax[row], blockMax);
+          if (newMax == negInf) {  // nothing visible yet
+            alpha[row] = 1.f;
+            std::fill(sj, sj + n, 0.f);
             continue;
           }
-        } else if (!visible[kv]) {
-          s = negInf;
-          continue;
+          alpha[row] = runMax[row] == negInf ? 0.f : std::exp(runMax[row] - newMax);
+          float sum = 0.f;
+          for (int64_t kv = 0; kv < n; ++kv) {
+            const float p = sj[kv] == negInf ? 0.f : std::exp(sj[kv] - newMax);
+            sj[kv] = p;
+            sum += p;
+          }
+          runSum[row] = runSum[row] * alpha[row] + sum;
+          runMax[row] = newMax;
         }
-        float v = params.scale * kernels.dot(q + t * H * D + h * D, krow, D);
-        if (variant.score) {
-          StatusOr<float> r = variant.score->evalScorePrechecked(v, b, h, qSlot, kv, params.extra,
-                                                       params.num_extra);
-          if (!r.ok()) return fail(r.status());
-          v = *r;
-        }
-        s = v;
+        kernels.pv(s, bs, group, vrows, rowFloats, n, D, alpha + i * group,
+                   out + t * H * D + g * group * D, D);
       }
     }
-
-    // Pass 2: softmax and the weighted sum of V, per head.
-    for (int64_t j = 0; j < group; ++j) {
-      const int64_t h = g * group + j;
-      float* o = out + t * H * D + h * D;
-      std::memset(o, 0, D * sizeof(float));
-      float* sj = scores + j * len;
-      float mx = negInf;
-      for (int64_t kv = 0; kv < len; ++kv) mx = std::max(mx, sj[kv]);
-      if (mx == negInf) continue;  // nothing visible (or only -inf scores): zeros
-      float sum = 0.f;
-      for (int64_t kv = 0; kv < len; ++kv) {
-        const float p = sj[kv] == negInf ? 0.f : std::exp(sj[kv] - mx);
-        sj[kv] = p;
-        sum += p;
+    // Normalize; a row that saw nothing keeps its zeros.
+    for (int64_t i = 0; i < tileTokens; ++i)
+      for (int64_t j = 0; j < group; ++j) {
+        const float sum = runSum[i * group + j];
+        if (sum == 0.f) continue;
+        const float inv = 1.0f / sum;
+        float* o = out + (item.t0 + i) * H * D + (g * group + j) * D;
+        for (int64_t d = 0; d < D; ++d) o[d] *= inv;
       }
-      for (int64_t kv = 0; kv < len; ++kv) {
-        if (sj[kv] == 0.f) continue;
-        const float* vrow =
-            cache + layout.rowOffset(blocks[kv / layout.block_size], params.layer, 1,
-                                     kv % layout.block_size) + g * D;
-        kernels.axpy(sj[kv], vrow, o, D);
-      }
-      const float inv = 1.0f / sum;
-      for (int64_t d = 0; d < D; ++d) o[d] *= inv;
-    }
   });
   return firstError;
 }

@@ -73,7 +73,12 @@ struct AttentionParams {
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;
   std::vector<std::vector<uint8_t>> visible;
-  std::vector<int32_t> request_of_token;
+  std::vector<std::vector<float>> softmax;
+  /// (request, token range) of every work item, kv heads aside.
+  struct Item {
+    int64_t b, t0, t1;
+  };
+  std::vector<Item> items;
 };
 
 /// out[t, h*D:(h+1)*D] = softmax_kv(score(scale * q.k)) . v for every new token t, over

@@ -259,7 +259,7 @@ TEST(PagedAttentionTest, ChunkedPrefillMatchesDenseReference) {
 }
 
 TEST(PagedAttentionTest, MixedBatchMatchesDenseReference) {
-  for (int64_t g : {1, 3, 4}) runCase({{40, 1}, {9, 9}, {25, 12}, {1, 1}}, g, 40 + g);
+  for (int64_t g : {1, 3, 4, 6}) runCase({{40, 1}, {9, 9}, {25, 12}, {1, 1}}, g, 40 + g);
 }
 
 TEST(PagedAttentionTest, RegionErrorsAreReportedNotIgnored) {
