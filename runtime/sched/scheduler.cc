@@ -113,6 +113,29 @@ int32_t Scheduler::watermark() const {
   return running_.empty() ? 0 : options_.admission_watermark_blocks;
 }
 
+int32_t prefillContextCostKeys(int64_t hidden, int64_t intermediate, int64_t num_heads,
+                               int64_t num_kv_heads, int64_t head_dim) {
+  const int64_t linear = 2 * hidden * num_heads * head_dim +      // q, o
+                         2 * hidden * num_kv_heads * head_dim +   // k, v
+                         3 * hidden * intermediate;               // gate, up, down
+  const int64_t perKey = 2 * num_heads * head_dim;                // q.k and p.v
+  if (perKey <= 0 || linear <= 0) return 0;
+  return static_cast<int32_t>(std::max<int64_t>(1, linear / perKey));
+}
+
+int32_t Scheduler::prefillTokensWithinCost(int32_t start, int32_t want, double* cost) const {
+  if (*cost <= 0) return 0;
+  const double keys = options_.prefill_context_cost_keys;
+  int32_t n = 0;
+  while (n < want) {
+    const double c = keys > 0 ? 1.0 + (start + n) / keys : 1.0;
+    if (n > 0 && c > *cost) break;
+    *cost -= c;
+    ++n;
+  }
+  return n;
+}
+
 int32_t Scheduler::planPrefill(RequestId id, Request& r, int32_t budget, StepPlan* plan) {
   const int32_t n = std::min({r.num_in_kv - r.num_computed, budget, options_.max_prefill_chunk});
   if (n <= 0) return 0;
@@ -178,20 +201,36 @@ StepPlan Scheduler::schedule() {
     budget -= 1;
   }
 
-  if (plan.num_decodes > 0 && options_.max_prefill_while_decoding > 0)
-    budget = std::min(budget, options_.max_prefill_while_decoding);
+  // While decodes run, prefill is limited by cost too, so their step time stays bounded.
+  const bool costLimited = plan.num_decodes > 0 && options_.max_prefill_while_decoding > 0;
+  double cost = costLimited ? options_.max_prefill_while_decoding : 0;
+  auto prefillBudget = [&](const Request& r) {
+    if (!costLimited) return budget;
+    double left = cost;
+    const int32_t n = prefillTokensWithinCost(
+        r.num_computed, std::min({budget, options_.max_prefill_chunk, r.num_in_kv - r.num_computed}),
+        &left);
+    return n;
+  };
+  auto charge = [&](int32_t start, int32_t n) {
+    budget -= n;
+    if (costLimited) prefillTokensWithinCost(start, n, &cost);
+  };
 
   // 2. Chunks of running prefills (their blocks were allocated at admission).
   for (const Key& key : running_) {
-    if (budget == 0) break;
+    if (budget == 0 || (costLimited && cost <= 0)) break;
     const RequestId id = std::get<2>(key);
     Request& r = requests_.at(id);
-    if (r.num_computed < r.num_in_kv && !decoded.count(id)) budget -= planPrefill(id, r, budget, &plan);
+    if (r.num_computed < r.num_in_kv && !decoded.count(id)) {
+      const int32_t start = r.num_computed;
+      charge(start, planPrefill(id, r, prefillBudget(r), &plan));
+    }
   }
 
   // 3. Admission in priority order while budget, cap and blocks allow. The head waits
   // rather than letting lower priorities pass it.
-  while (budget > 0 && !waiting_.empty() &&
+  while (budget > 0 && !(costLimited && cost <= 0) && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < options_.max_running) {
     const Key key = *waiting_.begin();
     const RequestId id = std::get<2>(key);
@@ -205,7 +244,8 @@ StepPlan Scheduler::schedule() {
     r.kv_seq = admitted->id;
     r.num_in_kv = static_cast<int32_t>(r.tokens.size());
     r.num_computed = admitted->num_cached_tokens;
-    budget -= planPrefill(id, r, budget, &plan);
+    const int32_t start = r.num_computed;
+    charge(start, planPrefill(id, r, prefillBudget(r), &plan));
   }
   return plan;
 }

@@ -26,10 +26,22 @@ struct SchedulerOptions {
   /// budget. Bounds how much a long prompt arriving slows the running decoders (their
   /// inter-token latency) at the cost of that prompt's time to first token.
   int32_t max_prefill_while_decoding = 0;
+  /// Makes max_prefill_while_decoding a cost rather than a token count: a prefill token at
+  /// position p counts as 1 + p / prefill_context_cost_keys tokens, since its attention over
+  /// p keys costs as much as the rest of its work once p reaches this many keys (the
+  /// model's linear MACs per token over its attention MACs per key; see
+  /// prefillContextCostKeys()). 0 = every prefill token counts as one; < 0 = the engine
+  /// derives it from the model's shape.
+  int32_t prefill_context_cost_keys = -1;
   /// Blocks that admission leaves free while anything runs, so running decodes can grow
   /// without preempting at once (vLLM's 1% watermark); < 0 = 1% of the pool, at least 1.
   int32_t admission_watermark_blocks = -1;
 };
+
+/// Keys of context at which one token's attention costs as much as its linear layers:
+/// (q, k, v, o and MLP MACs per layer) / (2 * heads * head_dim attention MACs per key).
+int32_t prefillContextCostKeys(int64_t hidden, int64_t intermediate, int64_t num_heads,
+                               int64_t num_kv_heads, int64_t head_dim);
 
 /// Decides, step by step, which sequences run and with how many tokens.
 ///
@@ -94,6 +106,9 @@ class Scheduler {
   void release(Request& r);
   /// Adds a chunk of up to `budget` tokens of a prefilling request to the plan.
   int32_t planPrefill(RequestId id, Request& r, int32_t budget, StepPlan* plan);
+  /// Prefill tokens from position `start` whose cost (see prefill_context_cost_keys) fits
+  /// in `*cost`, at least one while any cost is left; subtracts what they cost.
+  int32_t prefillTokensWithinCost(int32_t start, int32_t want, double* cost) const;
   int32_t watermark() const;
 
   KvCacheManager* kv_;

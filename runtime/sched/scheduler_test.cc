@@ -93,6 +93,41 @@ TEST(SchedulerTest, PrefillWhileDecodingIsCappedAndUncappedOtherwise) {
   EXPECT_EQ(p.num_tokens, 64);
 }
 
+TEST(SchedulerTest, PrefillWhileDecodingIsChargedForItsContext) {
+  KvCacheManager kv(512, 16);
+  SchedulerOptions o;
+  o.max_batched_tokens = 64;
+  o.max_prefill_while_decoding = 6;
+  o.prefill_context_cost_keys = 100;  // a token at position p costs 1 + p / 100
+  Scheduler s(&kv, o);
+  Driver d{&kv, &s};
+  for (int i = 0; i < 4; ++i) d.add(i, 8, 1000);  // still decoding when the prompt is done
+  d.step();
+  d.add(10, 400, 2);
+  int32_t position = 0, previous = 1 << 30;
+  while (position < 400) {
+    StepPlan p = d.step();
+    ASSERT_EQ(p.num_decodes, 4);
+    const int32_t n = p.num_tokens - 4;
+    ASSERT_GE(n, 1) << "the long prompt always progresses";
+    double cost = 0;
+    for (int32_t i = 0; i < n; ++i) cost += 1.0 + (position + i) / 100.0;
+    // Within the cost, or one token that alone costs more; never fewer than fit.
+    EXPECT_TRUE(cost <= 6.0 + 1e-9 || n == 1) << "at " << position << ": " << n << " tokens";
+    EXPECT_GT(cost + 1.0 + (position + n) / 100.0, 6.0) << "at " << position;
+    EXPECT_LE(n, previous) << "chunks shrink as the context grows";
+    previous = n;
+    position += n;
+  }
+  EXPECT_EQ(previous, 1);  // at 300+ keys a token costs 4: one per step
+}
+
+TEST(SchedulerTest, ContextCostKeysFollowTheModelShape) {
+  // SmolLM2-135M: hidden 576, intermediate 1536, 9 heads of 64, 3 kv heads.
+  EXPECT_EQ(prefillContextCostKeys(576, 1536, 9, 3, 64), (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536) / (2 * 9 * 64));
+  EXPECT_EQ(prefillContextCostKeys(0, 0, 0, 0, 0), 0);
+}
+
 TEST(SchedulerTest, LongPromptIsChunkedWithinTheBudget) {
   KvCacheManager kv(256, 16);
   SchedulerOptions o;
