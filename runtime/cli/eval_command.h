@@ -1,0 +1,31 @@
+// `ingot eval`: model quality measurements from the command line (`ingot eval ppl`).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace ingot {
+
+struct EvalPerplexityOptions {
+  std::string artifact;
+  /// UTF-8 text file to score.
+  std::string text_path;
+  /// Tokens per window (at most the model's max_context).
+  int64_t context = 1024;
+  /// Tokens between window starts; 0 = context (disjoint windows).
+  int64_t stride = 0;
+  /// Score only the text's first this-many tokens; 0 = all.
+  int64_t max_tokens = 0;
+  int num_threads = 0;
+  /// Also write the result as JSON here.
+  std::string json_path;
+};
+
+/// Tokenizes the file (BOS/EOS as the tokenizer's add_bos/add_eos say; special-token
+/// strings stay plain text), scores it in windows on the CPU backend and prints tokens
+/// scored, mean NLL, perplexity and speed to `out`; progress lines and errors go to `err`.
+/// Returns the process exit code.
+int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace ingot
