@@ -1,4 +1,4 @@
-// Offline benchmark of the engine: throughput and latency percentiles at fixed concurrency.
+// Offline benchmark of the engine: throughput and latency percentiles, closed or open loop.
 #pragma once
 
 #include <cstdint>
@@ -7,43 +7,17 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/base/status.h"
+#include "runtime/bench/bench_result.h"
+#include "runtime/bench/workload.h"
 
 namespace ingot {
 
-struct BenchOptions {
-  /// Requests kept in flight (closed loop: a finished request is replaced at once).
+struct BenchOptions : WorkloadOptions {
+  /// Requests kept in flight. Closed loop (request_rate 0): a finished request is replaced
+  /// at once. Open loop: arrivals beyond the cap wait; 0 = no cap (needs a request rate).
   int32_t concurrency = 1;
-  /// Requests in the run.
-  int32_t num_requests = 16;
-  /// Prompt lengths drawn uniformly from [min, max] (random token ids, seeded).
-  int32_t prompt_min = 16, prompt_max = 256;
-  /// Generated tokens per request drawn uniformly from [min, max]; EOS is ignored.
-  int32_t output_min = 32, output_max = 128;
-  uint64_t seed = 0;
   int num_threads = 0;
   int64_t num_kv_blocks = 0;
-};
-
-/// Percentiles of one latency, in milliseconds.
-struct LatencySummary {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
-};
-
-struct BenchResult {
-  int32_t concurrency = 0;
-  int32_t requests = 0;
-  int64_t prompt_tokens = 0;
-  int64_t generated_tokens = 0;
-  double seconds = 0;
-  /// Generated tokens per second over the whole run.
-  double output_tokens_per_s = 0;
-  /// Prompt + generated tokens per second.
-  double total_tokens_per_s = 0;
-  LatencySummary ttft_ms;  // time to first token
-  LatencySummary itl_ms;   // inter-token latency
-  LatencySummary e2e_ms;   // end-to-end latency
-  int64_t preemptions = 0;
-  double mean_batch = 0;   // sequences per engine step
 };
 
 /// How much a long prompt arriving slows requests that are decoding (chunked prefill).
@@ -72,13 +46,8 @@ struct InterferenceResult {
 StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
                                                     const InterferenceOptions& options);
 
-/// Runs one benchmark over a fresh engine on `artifact`.
+/// Runs one benchmark over a fresh engine on `artifact`. Latencies start when a request
+/// arrives (or, when it waited for the concurrency cap, when a slot freed).
 StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptions& options);
-
-/// The percentiles of `values` (milliseconds); zeros when empty.
-LatencySummary summarize(std::vector<double> values);
-
-/// One JSON object per result, in a JSON array.
-std::string benchResultsJson(const std::vector<BenchResult>& results);
 
 }  // namespace ingot

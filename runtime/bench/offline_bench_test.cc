@@ -1,4 +1,4 @@
-// The offline benchmark finishes every request and reports consistent numbers.
+// The offline benchmark finishes every request and reports consistent numbers, closed or open loop.
 #include "runtime/bench/offline_bench.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +65,58 @@ TEST(OfflineBench, InterferenceMeasuresBothPhases) {
   // 200 prompt tokens at <= 16 per step take at least 13 steps after it arrives.
   EXPECT_GE(r->long_prompt_ttft_ms, 12 * r->baseline_itl_ms.p50 * 0.5);
   EXPECT_GT(r->p99_ratio, 0);
+}
+
+TEST(OfflineBench, PoissonArrivalsWithFileLengthsFinishEveryRequest) {
+  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact({});
+  ASSERT_TRUE(bytes.ok());
+  StatusOr<Artifact> artifact = Artifact::openFromMemory(*bytes);
+  ASSERT_TRUE(artifact.ok());
+  BenchOptions options;
+  options.concurrency = 0;  // no cap: arrivals alone pace the run
+  options.request_rate = 200;
+  options.lengths = {{4, 3}, {9, 5}, {2, 1}};
+  options.num_requests = 9;
+  options.num_threads = 1;
+  options.seed = 3;
+  StatusOr<BenchResult> result = runOfflineBench(*artifact, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->requests, 9);
+  EXPECT_EQ(result->prompt_tokens, 3 * (4 + 9 + 2));
+  EXPECT_EQ(result->generated_tokens, 3 * (3 + 5 + 1));
+  EXPECT_DOUBLE_EQ(result->request_rate, 200);
+  // The run lasts at least until the last arrival.
+  EXPECT_GE(result->seconds, poissonArrivals(200, 9, 3).back());
+  EXPECT_GT(result->requests_per_s, 0);
+  EXPECT_GT(result->tpot_ms.p50, 0);
+  EXPECT_LE(result->tpot_ms.p50, result->tpot_ms.p99);
+  nlohmann::json json = nlohmann::json::parse(benchResultsJson({*result}));
+  EXPECT_EQ(json[0]["mode"], "offline");
+  EXPECT_EQ(json[0]["request_rate"], 200.0);
+  EXPECT_GT(json[0]["tpot_ms"]["p90"].get<double>(), 0);
+  EXPECT_GT(json[0]["requests_per_s"].get<double>(), 0);
+}
+
+TEST(OfflineBench, ConcurrencyCapsAnOpenLoop) {
+  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact({});
+  ASSERT_TRUE(bytes.ok());
+  StatusOr<Artifact> artifact = Artifact::openFromMemory(*bytes);
+  ASSERT_TRUE(artifact.ok());
+  BenchOptions options;
+  options.concurrency = 2;
+  options.request_rate = 1e6;  // everything arrives at once; the cap holds it back
+  options.num_requests = 8;
+  options.prompt_min = options.prompt_max = 4;
+  options.output_min = options.output_max = 4;
+  options.num_threads = 1;
+  StatusOr<BenchResult> result = runOfflineBench(*artifact, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->requests, 8);
+  EXPECT_LE(result->mean_batch, 2.0);
+  EXPECT_GT(result->mean_batch, 1.0);
+  options.concurrency = 0;
+  options.request_rate = 0;  // no cap and no rate: nothing would pace the run
+  EXPECT_FALSE(runOfflineBench(*artifact, options).ok());
 }
 
 TEST(OfflineBench, RejectsBadRanges) {

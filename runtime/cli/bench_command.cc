@@ -1,68 +1,142 @@
-// `ingot bench`: offline throughput and latency of the engine at several concurrencies.
+// `ingot bench`: throughput and latency of the engine in-process (offline) or of a server (online).
 #include "runtime/cli/bench_command.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 namespace ingot {
+namespace {
+
+int fail(std::ostream& err, const std::string& message) {
+  err << "ingot bench: error: " << message << "\n";
+  return 1;
+}
+
+int runInterference(const BenchCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.url.empty()) return fail(err, "--interference runs offline: give an artifact");
+  StatusOr<Artifact> artifact = Artifact::open(options.artifact);
+  if (!artifact.ok()) return fail(err, artifact.status().message());
+  StatusOr<InterferenceResult> r = runPrefillInterference(*artifact, options.interference);
+  if (!r.ok()) return fail(err, r.status().message());
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "%d decoders; a %d-token prompt arrives (prefill while decoding <= %d tokens "
+                "per step, budget %d)\n"
+                "  ITL alone:  p50 %.1f ms, p99 %.1f ms\n"
+                "  ITL during: p50 %.1f ms, p99 %.1f ms  (p99 ratio %.2fx)\n"
+                "  long prompt TTFT: %.0f ms\n",
+                options.interference.decoders, options.interference.long_prompt,
+                options.interference.max_prefill_while_decoding,
+                options.interference.max_batched_tokens, r->baseline_itl_ms.p50,
+                r->baseline_itl_ms.p99, r->during_itl_ms.p50, r->during_itl_ms.p99,
+                r->p99_ratio, r->long_prompt_ttft_ms);
+  out << line;
+  return 0;
+}
+
+constexpr const char* kRowFormat =
+    "%4s %6s %5s %4s %7s %9s %9s %6s | %8s %7s %7s | %8s %7s %7s | %7s %7s %7s | %8s %6s\n";
+
+void printHeader(std::ostream& out) {
+  char line[256];
+  std::snprintf(line, sizeof(line), kRowFormat, "conc", "rate", "reqs", "fail", "req/s",
+                "out tok/s", "tot tok/s", "ratio", "TTFT p50", "p90", "p99", "TPOT p50", "p90",
+                "p99", "ITL p50", "p90", "p99", "e2e p50", "batch");
+  out << line
+      << "  (latencies in ms; rate = Poisson requests/s, '-' = closed loop; conc '-' = no cap;\n"
+         "   ratio = output tok/s over the first row; batch = mean sequences per engine step)\n";
+}
+
+void printRow(const BenchResult& r, double first_output_tokens_per_s, std::ostream& out) {
+  auto num = [](double v, const char* format) {
+    char s[32];
+    std::snprintf(s, sizeof(s), format, v);
+    return std::string(s);
+  };
+  auto ms = [&](double v) { return num(v, "%.1f"); };
+  std::string ratio = first_output_tokens_per_s > 0
+                          ? num(r.output_tokens_per_s / first_output_tokens_per_s, "%.2fx")
+                          : "-";
+  char line[256];
+  std::snprintf(
+      line, sizeof(line), kRowFormat,
+      r.concurrency > 0 ? std::to_string(r.concurrency).c_str() : "-",
+      r.request_rate > 0 ? num(r.request_rate, "%.4g").c_str() : "-",
+      std::to_string(r.requests).c_str(), std::to_string(r.failed).c_str(),
+      num(r.requests_per_s, "%.2f").c_str(), num(r.output_tokens_per_s, "%.1f").c_str(),
+      num(r.total_tokens_per_s, "%.1f").c_str(), ratio.c_str(), ms(r.ttft_ms.p50).c_str(),
+      ms(r.ttft_ms.p90).c_str(), ms(r.ttft_ms.p99).c_str(), ms(r.tpot_ms.p50).c_str(),
+      ms(r.tpot_ms.p90).c_str(), ms(r.tpot_ms.p99).c_str(), ms(r.itl_ms.p50).c_str(),
+      ms(r.itl_ms.p90).c_str(), ms(r.itl_ms.p99).c_str(), ms(r.e2e_ms.p50).c_str(),
+      std::isfinite(r.mean_batch) ? num(r.mean_batch, "%.1f").c_str() : "-");
+  out << line;
+  if (r.failed > 0) out << "  " << r.failed << " request(s) failed; first: " << r.first_error << "\n";
+  out << std::flush;
+}
+
+}  // namespace
 
 int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream& err) {
-  StatusOr<Artifact> artifact = Artifact::open(options.artifact);
-  if (!artifact.ok()) {
-    err << "ingot bench: error: " << artifact.status().message() << "\n";
-    return 1;
+  if (options.run_interference) return runInterference(options, out, err);
+  const bool online = !options.url.empty();
+  if (online == !options.artifact.empty())
+    return fail(err, online ? "give an artifact (offline) or --url (online), not both"
+                            : "give an artifact (offline) or --url (online)");
+  BenchOptions workload = options.bench;
+  if (!options.lengths_path.empty()) {
+    StatusOr<std::vector<RequestLengths>> lengths = loadLengthsFile(options.lengths_path);
+    if (!lengths.ok()) return fail(err, lengths.status().message());
+    workload.lengths = std::move(lengths).value();
+    if (!options.requests_given) workload.num_requests = 0;  // one request per line
   }
-  char line[256];
-  if (options.run_interference) {
-    StatusOr<InterferenceResult> r = runPrefillInterference(*artifact, options.interference);
-    if (!r.ok()) {
-      err << "ingot bench: error: " << r.status().message() << "\n";
-      return 1;
-    }
-    std::snprintf(line, sizeof(line),
-                  "%d decoders; a %d-token prompt arrives (prefill while decoding <= %d tokens "
-                  "per step, budget %d)\n"
-                  "  ITL alone:  p50 %.1f ms, p99 %.1f ms\n"
-                  "  ITL during: p50 %.1f ms, p99 %.1f ms  (p99 ratio %.2fx)\n"
-                  "  long prompt TTFT: %.0f ms\n",
-                  options.interference.decoders, options.interference.long_prompt,
-                  options.interference.max_prefill_while_decoding,
-                  options.interference.max_batched_tokens, r->baseline_itl_ms.p50,
-                  r->baseline_itl_ms.p99, r->during_itl_ms.p50, r->during_itl_ms.p99,
-                  r->p99_ratio, r->long_prompt_ttft_ms);
-    out << line;
-    return 0;
+  std::optional<Artifact> artifact;
+  if (!online) {
+    StatusOr<Artifact> opened = Artifact::open(options.artifact);
+    if (!opened.ok()) return fail(err, opened.status().message());
+    artifact.emplace(std::move(opened).value());
   }
+  const std::vector<double> rates =
+      options.request_rates.empty() ? std::vector<double>{0} : options.request_rates;
+  const std::vector<int32_t> concurrencies =
+      !options.request_rates.empty() && !options.concurrency_given ? std::vector<int32_t>{0}
+                                                                   : options.concurrency;
+
+  out << (online ? "online: " + options.url : "offline: " + options.artifact) << "\n";
+  printHeader(out);
   std::vector<BenchResult> results;
-  std::snprintf(line, sizeof(line), "%5s %5s %9s %9s %7s | %8s %8s | %7s %7s | %8s %6s\n",
-                "conc", "reqs", "out tok/s", "tot tok/s", "ratio", "TTFT p50", "TTFT p99",
-                "ITL p50", "ITL p99", "e2e p50", "batch");
-  out << line << "  (latencies in ms; ratio = output tok/s over the first row)\n";
-  for (int32_t concurrency : options.concurrency) {
-    BenchOptions bench = options.bench;
-    bench.concurrency = concurrency;
-    StatusOr<BenchResult> result = runOfflineBench(*artifact, bench);
-    if (!result.ok()) {
-      err << "ingot bench: error: " << result.status().message() << "\n";
-      return 1;
+  bool a_run_failed_entirely = false;
+  for (double rate : rates) {
+    for (int32_t concurrency : concurrencies) {
+      StatusOr<BenchResult> result = invalidArgument("unreachable");
+      if (online) {
+        OnlineBenchOptions o;
+        static_cast<WorkloadOptions&>(o) = workload;
+        o.url = options.url;
+        o.model = options.model;
+        o.prompt_vocab = options.prompt_vocab;
+        o.concurrency = concurrency;
+        o.request_rate = rate;
+        result = runOnlineBench(o);
+      } else {
+        BenchOptions b = workload;
+        b.concurrency = concurrency;
+        b.request_rate = rate;
+        result = runOfflineBench(*artifact, b);
+      }
+      if (!result.ok()) return fail(err, result.status().message());
+      results.push_back(*result);
+      printRow(*result, results.front().output_tokens_per_s, out);
+      a_run_failed_entirely = a_run_failed_entirely || result->requests == 0;
     }
-    results.push_back(*result);
-    const BenchResult& r = *result;
-    std::snprintf(line, sizeof(line),
-                  "%5d %5d %9.1f %9.1f %6.2fx | %8.1f %8.1f | %7.1f %7.1f | %8.1f %6.1f\n",
-                  r.concurrency, r.requests, r.output_tokens_per_s, r.total_tokens_per_s,
-                  r.output_tokens_per_s / results.front().output_tokens_per_s, r.ttft_ms.p50,
-                  r.ttft_ms.p99, r.itl_ms.p50, r.itl_ms.p99, r.e2e_ms.p50, r.mean_batch);
-    out << line << std::flush;
   }
   if (!options.json_path.empty()) {
     std::ofstream json(options.json_path);
     json << benchResultsJson(results) << "\n";
-    if (!json) {
-      err << "ingot bench: error: cannot write " << options.json_path << "\n";
-      return 1;
-    }
+    if (!json) return fail(err, "cannot write " + options.json_path);
   }
+  if (a_run_failed_entirely) return fail(err, "every request of a run failed");
   return 0;
 }
 

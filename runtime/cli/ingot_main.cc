@@ -7,6 +7,7 @@
 
 #include "runtime/cli/inspect_command.h"
 #include "runtime/cli/bench_command.h"
+#include "runtime/cli/eval_command.h"
 #include "runtime/cli/run_command.h"
 #include "runtime/cli/serve_command.h"
 #include "runtime/cli/tokenize_command.h"
@@ -91,13 +92,27 @@ int main(int argc, char** argv) {
 
   // ingot bench
   ingot::BenchCommandOptions bench_options;
-  CLI::App* bench = app.add_subcommand("bench", "Offline throughput and latency of the engine");
-  bench->add_option("artifact", bench_options.artifact, "Path to a .ingot artifact")->required();
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Throughput and latency: offline (ARTIFACT, engine in-process) or online (--url)");
+  bench->add_option("artifact", bench_options.artifact, "Offline: path to a .ingot artifact");
+  bench->add_option("--url", bench_options.url,
+                    "Online: an ingot server, http://HOST:PORT (streams /v1/completions)");
+  bench->add_option("--model", bench_options.model, "Online: the requests' model name");
+  bench->add_option("--prompt-vocab", bench_options.prompt_vocab,
+                    "Online: prompt token ids are drawn below this (within the model's vocab)")
+      ->check(CLI::PositiveNumber);
   bench->add_option("-c,--concurrency", bench_options.concurrency,
-                    "Requests in flight, one run each (default 1 8 32)")
+                    "Requests in flight, one run each (default 1 8 32; with --request-rate: "
+                    "a cap, none by default)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--request-rate", bench_options.request_rates,
+                    "Poisson arrivals at these requests/s, one run each (default: closed loop)")
       ->check(CLI::PositiveNumber);
   bench->add_option("--requests", bench_options.bench.num_requests, "Requests per run")
       ->check(CLI::PositiveNumber);
+  bench->add_option("--lengths", bench_options.lengths_path,
+                    "JSON lines {\"prompt_tokens\": N, \"output_tokens\": M}, one request "
+                    "each, in order (replaces the random lengths; cycled up to --requests)");
   bench->add_option("--prompt-min", bench_options.bench.prompt_min, "Shortest prompt (tokens)");
   bench->add_option("--prompt-max", bench_options.bench.prompt_max, "Longest prompt (tokens)");
   bench->add_option("--output-min", bench_options.bench.output_min, "Fewest tokens generated");
@@ -114,6 +129,25 @@ int main(int argc, char** argv) {
                     "Prefill tokens a step carries next to decodes (0 = budget only)");
   bench->add_option("--max-batched-tokens", bench_options.interference.max_batched_tokens,
                     "Token budget of one step");
+
+  // ingot eval ppl
+  ingot::EvalPerplexityOptions ppl_options;
+  CLI::App* eval = app.add_subcommand("eval", "Measure model quality on the CPU backend");
+  eval->require_subcommand(1);
+  CLI::App* ppl = eval->add_subcommand("ppl", "Perplexity of the model over a text file");
+  ppl->add_option("artifact", ppl_options.artifact, "Path to a .ingot artifact")->required();
+  ppl->add_option("--text", ppl_options.text_path, "UTF-8 text file to score")->required();
+  ppl->add_option("--ctx", ppl_options.context, "Tokens per window (default 1024)");
+  ppl->add_option("--stride", ppl_options.stride,
+                  "Tokens between window starts; each window scores only tokens the last one "
+                  "did not (0 = --ctx, disjoint windows)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--max-tokens", ppl_options.max_tokens,
+                  "Score only the text's first N tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--threads", ppl_options.num_threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--json", ppl_options.json_path, "Also write the result as JSON");
 
   // ingot tokenize
   ingot::TokenizeOptions tokenize_options;
@@ -163,9 +197,14 @@ int main(int argc, char** argv) {
 
   if (*bench) {
     bench_options.run_interference = bench->count("--interference") > 0;
+    bench_options.concurrency_given = bench->count("--concurrency") > 0;
+    bench_options.requests_given = bench->count("--requests") > 0;
     bench_options.interference.seed = bench_options.bench.seed;
     bench_options.interference.num_threads = bench_options.bench.num_threads;
     return ingot::runBench(bench_options, std::cout, std::cerr);
+  }
+  if (*ppl) {
+    return ingot::runEvalPerplexity(ppl_options, std::cout, std::cerr);
   }
   if (*tokenize) {
     tokenize_options.add_special = !no_special;
