@@ -127,8 +127,22 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
     if (T * width < kMinParallelElements) fn(0, T);
     else pool.parallelRanges(T, 1, fn);
   };
-  auto linear = [&](const LinearArgs& args, int64_t N) {
+  auto linear = [&](LinearArgs args, int64_t N) {
     const LinearKernel kernel = kernels_->linear[static_cast<int>(args.w_type)];
+    if (kernels_->bf16_activations && args.w_type == WeightType::kBF16) {
+      // Rounded once per call, read by every weight row.
+      if (x_bf16_.size() < static_cast<size_t>(args.T * args.x_stride))
+        x_bf16_.resize(args.T * args.x_stride);
+      uint16_t* xb = x_bf16_.data();
+      auto round = [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+          kernels_->round_to_bf16(args.x + t * args.x_stride, args.K, xb + t * args.x_stride);
+      };
+      // args.T, not the step's token count: the logits linear reads only gathered rows.
+      if (args.T * args.K < kMinParallelElements) round(0, args.T);
+      else pool.parallelRanges(args.T, 1, round);
+      args.x_bf16 = xb;
+    }
     if (args.T * N * args.K < kMinParallelMacs) kernel(args, 0, N);
     else pool.parallelRanges(N, kRowGrain, [&](int64_t n0, int64_t n1) { kernel(args, n0, n1); });
   };

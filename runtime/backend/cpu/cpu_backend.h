@@ -77,6 +77,8 @@ class CpuBackend {
   std::unique_ptr<ProgramPlan> plan_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<AttentionScratch> attention_scratch_;
+  /// Activations rounded to bf16 for kernels with bf16_activations.
+  std::vector<uint16_t> x_bf16_;
   ModelShape shape_;
   int64_t num_kv_blocks_ = 0;
   std::vector<float> kv_pool_;

@@ -209,7 +209,10 @@ double relativeError(const std::vector<float>& a, const std::vector<double>& b) 
   return err / scale;
 }
 
-void expectMatchesReference(const LlamaProgramOptions& o, double tolerance) {
+/// `tolerance` for f32 activations; bf16-weight models on a table that rounds activations
+/// to bf16 (8-bit mantissa, relative error up to 2^-9 per element) get `bf16_tolerance`.
+void expectMatchesReference(const LlamaProgramOptions& o, double tolerance,
+                            double bf16_tolerance = 0) {
   Artifact a = openLlama(o);
   std::mt19937 rng(o.seed);
   Sequence seq{randomTokens(19, static_cast<int>(o.vocab), rng), {3, 0, 5}};
@@ -223,7 +226,9 @@ void expectMatchesReference(const LlamaProgramOptions& o, double tolerance) {
     Status st = backend->step(makeStep({&s}, {19}, o.block_size), &logits);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(logits.size(), want.size());
-    EXPECT_LT(relativeError(logits, want), tolerance);
+    const bool rounded = cpuKernels(static_cast<SimdLevel>(l)).bf16_activations &&
+                         o.weight_dtype == schema::DType::BF16;
+    EXPECT_LT(relativeError(logits, want), rounded ? bf16_tolerance : tolerance);
   }
 }
 
@@ -251,7 +256,7 @@ TEST(CpuBackendTest, Bf16AndF16ModelsMatchDenseReference) {
     LlamaProgramOptions o;
     o.weight_dtype = dtype;
     o.seed = 9;
-    expectMatchesReference(o, 1e-5);
+    expectMatchesReference(o, 1e-5, 1e-2);
   }
 }
 

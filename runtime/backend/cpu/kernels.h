@@ -22,6 +22,9 @@ struct LinearArgs {
   int64_t y_stride = 0;
   int64_t T = 0;
   int64_t K = 0;
+  /// x rounded to bf16 ([T, x_stride]); what bf16-weight kernels of a table with
+  /// bf16_activations read instead of x (the caller fills it with round_to_bf16).
+  const uint16_t* x_bf16 = nullptr;
 };
 
 /// Computes the outputs of rows [n_begin, n_end) of w for every token. Each y[t, n] is
@@ -32,6 +35,11 @@ using LinearKernel = void (*)(const LinearArgs& args, int64_t n_begin, int64_t n
 struct CpuKernels {
   SimdLevel level = SimdLevel::kScalar;
   LinearKernel linear[kNumWeightTypes] = {};
+  /// The bf16-weight linear multiplies bf16-rounded activations (LinearArgs::x_bf16):
+  /// PyTorch's bf16 matmul numerics (products exact, f32 sums) at twice the f32 rate.
+  bool bf16_activations = false;
+  /// out[i] = x[i] rounded to the nearest even bf16; set when bf16_activations is.
+  void (*round_to_bf16)(const float* x, int64_t n, uint16_t* out) = nullptr;
   /// sum_i a[i] * b[i]
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   /// y[i] += alpha * x[i]
@@ -56,5 +64,6 @@ const CpuKernels& cpuKernels(SimdLevel level);
 const CpuKernels& scalarKernels();
 const CpuKernels& avx2Kernels();
 const CpuKernels& avx512Kernels();
+const CpuKernels& avx512Bf16Kernels();
 
 }  // namespace ingot

@@ -81,6 +81,7 @@ const CpuKernels& scalarKernels() {
 const CpuKernels& cpuKernels(SimdLevel level) {
   switch (level) {
     case SimdLevel::kAvx512: return avx512Kernels();
+    case SimdLevel::kAvx512Bf16: return avx512Bf16Kernels();
     case SimdLevel::kAvx2: return avx2Kernels();
     case SimdLevel::kScalar: break;
   }

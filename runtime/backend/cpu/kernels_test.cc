@@ -76,6 +76,17 @@ TEST(KernelsTest, LinearMatchesNaiveForEveryLevelTypeAndShape) {
             a.y_stride = N;
             a.T = T;
             a.K = K;
+            // A bf16-activation table reads x rounded to bf16; the reference uses the same.
+            const bool roundX = k.bf16_activations && type == WeightType::kBF16;
+            std::vector<uint16_t> xb(T * K);
+            if (roundX) {
+              k.round_to_bf16(x.data(), T * K, xb.data());
+              for (int64_t i = 0; i < T * K; ++i) {
+                ASSERT_EQ(xb[i], f32ToBf16(x[i])) << "rounds to nearest even";
+                x[i] = bf16ToF32(xb[i]);
+              }
+              a.x_bf16 = xb.data();
+            }
             // Two row ranges, as two threads would split them.
             const int64_t mid = N / 2;
             k.linear[static_cast<int>(type)](a, 0, mid);
@@ -110,10 +121,13 @@ TEST(KernelsTest, LinearRowIsBitwiseIndependentOfTheBatch) {
       Weights w = randomWeights(type, N * K, rng);
       std::vector<float> x(T * K), all(T * N, kPoison), one(N, kPoison);
       for (float& v : x) v = dist(rng);
-      LinearArgs a{x.data(), K, w.bytes.data(), type, nullptr, all.data(), N, T, K};
+      std::vector<uint16_t> xb(T * K);
+      if (k.bf16_activations) k.round_to_bf16(x.data(), T * K, xb.data());
+      LinearArgs a{x.data(), K, w.bytes.data(), type, nullptr, all.data(), N, T, K, xb.data()};
       k.linear[static_cast<int>(type)](a, 0, N);
       for (int64_t t = 0; t < T; ++t) {
-        LinearArgs b{x.data() + t * K, K, w.bytes.data(), type, nullptr, one.data(), N, 1, K};
+        LinearArgs b{x.data() + t * K, K,       w.bytes.data(), type, nullptr, one.data(),
+                     N,                1,       K,              xb.data() + t * K};
         k.linear[static_cast<int>(type)](b, 0, N);
         ASSERT_EQ(0, std::memcmp(one.data(), all.data() + t * N, N * sizeof(float)))
             << simdLevelName(level) << " row " << t;
