@@ -120,14 +120,36 @@ StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptio
   return result;
 }
 
-StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
-                                                    const InterferenceOptions& options) {
-  if (options.decoders < 1 || options.long_prompt < 1 || options.baseline_steps < 1)
-    return invalidArgument("bench: decoders, long prompt and baseline steps must be positive");
+namespace {
+
+/// One interference run: decoders warm up for baseline_steps, then (with_long) the long
+/// prompt arrives and the run ends at its first token, or (without) the decoders run
+/// `steps` more. Returns the decoders' inter-token latencies after the warm-up.
+struct InterferenceRun {
+  std::vector<double> itl_ms;
+  int32_t steps = 0;
+  double long_ttft_ms = 0;
+};
+
+StatusOr<InterferenceRun> runInterferenceOnce(const Artifact& artifact,
+                                              const InterferenceOptions& options,
+                                              bool with_long, int32_t steps) {
   EngineOptions engine_options;
   engine_options.num_threads = options.num_threads;
   engine_options.scheduler.max_batched_tokens = options.max_batched_tokens;
   engine_options.scheduler.max_prefill_while_decoding = options.max_prefill_while_decoding;
+  // A pool that holds the decoders' growth over as many steps as the long prompt has
+  // tokens (each step prefills at least one), so nothing is preempted while measuring:
+  // preemption would measure recompute, not chunked prefill.
+  if (const schema::ModelConfigDef* config = artifact.manifest().config()) {
+    const int64_t block = std::max(1, config->kv_block_size());
+    const int64_t tokens =
+        int64_t{options.decoders} *
+            (options.decoder_prompt + options.baseline_steps + options.long_prompt + 2 * block) +
+        options.long_prompt + block;
+    engine_options.num_kv_blocks =
+        std::max<int64_t>((tokens + block - 1) / block, (16384 + block - 1) / block);
+  }
   StatusOr<std::unique_ptr<Engine>> created = Engine::create(artifact, engine_options);
   if (!created.ok()) return created.status();
   Engine& engine = **created;
@@ -152,12 +174,11 @@ StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
     if (!id.ok()) return id.status();
     last.emplace(*id, Clock::time_point{});
   }
-  InterferenceResult result;
-  std::vector<double> itl;
+  InterferenceRun run;
   RequestId long_id = -1;
   Clock::time_point long_start;
-  int32_t measured_steps = 0;
-  bool decoding = false;
+  int32_t warm_steps = 0;
+  bool decoding = false, measuring = false;
   while (engine.hasWork()) {
     StatusOr<std::vector<RequestOutput>> outputs = engine.step();
     if (!outputs.ok()) return outputs.status();
@@ -171,7 +192,7 @@ StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
       }
       auto it = last.find(out.id);
       if (it == last.end() || out.token_ids.empty()) continue;
-      if (it->second != Clock::time_point{} && decoding) itl.push_back(msBetween(it->second, now));
+      if (it->second != Clock::time_point{} && measuring) run.itl_ms.push_back(msBetween(it->second, now));
       it->second = now;
       ++decoder_tokens_this_step;
     }
@@ -179,21 +200,46 @@ StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
       decoding = decoder_tokens_this_step == options.decoders;  // every decoder has a token
       continue;
     }
-    if (long_id < 0 && ++measured_steps >= options.baseline_steps) {
-      result.baseline_itl_ms = summarize(itl);
-      itl.clear();
-      SamplingParams long_params;
-      long_params.max_tokens = 1;
-      StatusOr<RequestId> id = engine.addRequest(randomPrompt(options.long_prompt), long_params);
-      if (!id.ok()) return id.status();
-      long_id = *id;
-      long_start = Clock::now();
-    } else if (long_id >= 0 && long_first_token) {
-      result.long_prompt_ttft_ms = msBetween(long_start, now);
-      result.during_itl_ms = summarize(itl);
+    if (!measuring) {
+      if (++warm_steps < options.baseline_steps) continue;
+      measuring = true;
+      if (with_long) {
+        SamplingParams long_params;
+        long_params.max_tokens = 1;
+        StatusOr<RequestId> id = engine.addRequest(randomPrompt(options.long_prompt), long_params);
+        if (!id.ok()) return id.status();
+        long_id = *id;
+        long_start = Clock::now();
+      }
+      continue;
+    }
+    ++run.steps;
+    const bool done = with_long ? long_first_token : run.steps >= steps;
+    if (done) {
+      if (with_long) run.long_ttft_ms = msBetween(long_start, now);
       for (const auto& [id, unused] : last) engine.cancel(id);
     }
   }
+  return run;
+}
+
+}  // namespace
+
+StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
+                                                    const InterferenceOptions& options) {
+  if (options.decoders < 1 || options.long_prompt < 1 || options.baseline_steps < 1)
+    return invalidArgument("bench: decoders, long prompt and baseline steps must be positive");
+  StatusOr<InterferenceRun> during = runInterferenceOnce(artifact, options, true, 0);
+  if (!during.ok()) return during.status();
+  // The decoders' contexts grow while the prompt is prefilled, which slows them by itself:
+  // the baseline is the same decoders alone over the same steps, from the same start.
+  StatusOr<InterferenceRun> alone = runInterferenceOnce(artifact, options, false, during->steps);
+  if (!alone.ok()) return alone.status();
+  InterferenceResult result;
+  result.baseline_itl_ms = summarize(alone->itl_ms);
+  result.during_itl_ms = summarize(during->itl_ms);
+  result.long_prompt_ttft_ms = during->long_ttft_ms;
+  result.steps = during->steps;
   result.p99_ratio = result.during_itl_ms.p99 / std::max(result.baseline_itl_ms.p99, 1e-9);
   return result;
 }

@@ -9,6 +9,7 @@
 #include "runtime/base/status.h"
 #include "runtime/bench/bench_result.h"
 #include "runtime/bench/workload.h"
+#include "runtime/sched/scheduler.h"
 
 namespace ingot {
 
@@ -28,21 +29,24 @@ struct InterferenceOptions {
   /// Decode steps measured before the long prompt arrives.
   int32_t baseline_steps = 32;
   /// SchedulerOptions::max_prefill_while_decoding (0 = only the token budget limits it).
-  int32_t max_prefill_while_decoding = 0;
+  int32_t max_prefill_while_decoding = SchedulerOptions().max_prefill_while_decoding;
   int32_t max_batched_tokens = 512;
   uint64_t seed = 0;
   int num_threads = 0;
 };
 
 struct InterferenceResult {
-  LatencySummary baseline_itl_ms;     // decoders alone
+  LatencySummary baseline_itl_ms;     // decoders alone over the same steps
   LatencySummary during_itl_ms;       // while the long prompt is prefilled
   double long_prompt_ttft_ms = 0;
+  int32_t steps = 0;                  // engine steps until the long prompt's first token
   double p99_ratio = 0;               // during.p99 / baseline.p99
 };
 
-/// Runs `decoders` requests until all decode, measures their inter-token latency, then adds
-/// one `long_prompt`-token request and measures it again until that request's first token.
+/// Runs `decoders` requests until all decode and `baseline_steps` more, then adds one
+/// `long_prompt`-token request and measures the decoders' inter-token latency until its
+/// first token; then repeats the run without it for the same number of steps, so both
+/// latencies cover the same decoder contexts.
 StatusOr<InterferenceResult> runPrefillInterference(const Artifact& artifact,
                                                     const InterferenceOptions& options);
 

@@ -22,15 +22,15 @@ int runInterference(const BenchCommandOptions& options, std::ostream& out, std::
   if (!r.ok()) return fail(err, r.status().message());
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%d decoders; a %d-token prompt arrives (prefill while decoding <= %d tokens "
-                "per step, budget %d)\n"
-                "  ITL alone:  p50 %.1f ms, p99 %.1f ms\n"
-                "  ITL during: p50 %.1f ms, p99 %.1f ms  (p99 ratio %.2fx)\n"
-                "  long prompt TTFT: %.0f ms\n",
+                "%d decoders; a %d-token prompt arrives (prefill while decoding costs <= %d "
+                "tokens per step, budget %d)\n"
+                "  ITL during the prefill (%d steps): p50 %.1f ms, p99 %.1f ms\n"
+                "  ITL alone over the same steps:    p50 %.1f ms, p99 %.1f ms\n"
+                "  p99 ratio %.2fx; long prompt TTFT %.0f ms\n",
                 options.interference.decoders, options.interference.long_prompt,
                 options.interference.max_prefill_while_decoding,
-                options.interference.max_batched_tokens, r->baseline_itl_ms.p50,
-                r->baseline_itl_ms.p99, r->during_itl_ms.p50, r->during_itl_ms.p99,
+                options.interference.max_batched_tokens, r->steps, r->during_itl_ms.p50,
+                r->during_itl_ms.p99, r->baseline_itl_ms.p50, r->baseline_itl_ms.p99,
                 r->p99_ratio, r->long_prompt_ttft_ms);
   out << line;
   return 0;

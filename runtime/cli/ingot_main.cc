@@ -182,6 +182,11 @@ int main(int argc, char** argv) {
   serve->add_option("--max-batched-tokens", serve_options.max_batched_tokens,
                     "Token budget of one engine step")
       ->check(CLI::PositiveNumber);
+  serve->add_option("--max-prefill-while-decoding", serve_options.max_prefill_while_decoding,
+                    "Prefill a step carries next to decodes, in tokens, a token at position p "
+                    "counting 1 + p / (the context where its attention costs as much as its "
+                    "linear layers); bounds decoders' latency (0 = the step budget only)")
+      ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-model-len", serve_options.max_model_len,
                     "Longest sequence, prompt plus output (0 = the model's context)")
       ->check(CLI::NonNegativeNumber);

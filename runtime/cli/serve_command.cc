@@ -41,6 +41,7 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   config.engine.max_model_len = options.max_model_len;
   config.engine.scheduler.max_running = options.max_running;
   config.engine.scheduler.max_batched_tokens = options.max_batched_tokens;
+  config.engine.scheduler.max_prefill_while_decoding = options.max_prefill_while_decoding;
   Status served = server::serveModel(*artifact, *tokenizer, config, started, err);
   if (!served.ok()) return fail(served);
   return 0;

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 
+#include "runtime/sched/scheduler.h"
+
 namespace ingot {
 
 struct ServeOptions {
@@ -21,6 +23,8 @@ struct ServeOptions {
   int64_t kv_blocks = 0;
   int max_running = 64;
   int max_batched_tokens = 512;
+  /// Cost of prefill a step may carry next to decodes (SchedulerOptions).
+  int max_prefill_while_decoding = SchedulerOptions().max_prefill_while_decoding;
   int max_model_len = 0;
   bool no_prefix_cache = false;
   /// Name clients use in "model"; empty = the artifact's file name without ".ingot".

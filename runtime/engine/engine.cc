@@ -65,9 +65,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
                                             options.enable_prefix_cache);
   SchedulerOptions scheduler = options.scheduler;
   if (scheduler.prefill_context_cost_keys < 0)
-    scheduler.prefill_context_cost_keys = prefillContextCostKeys(
-        config->hidden_size(), config->intermediate_size(), config->num_heads(),
-        config->num_kv_heads(), config->head_dim());
+    scheduler.prefill_context_cost_keys = std::max<int32_t>(
+        1, static_cast<int32_t>(prefillContextCostKeys(config->hidden_size(),
+                                                       config->intermediate_size(),
+                                                       config->num_heads(),
+                                                       config->num_kv_heads(),
+                                                       config->head_dim()) /
+                                e->backend_->attentionMacCost()));
   e->sched_ = std::make_unique<Scheduler>(e->kv_.get(), scheduler);
   int64_t len = options.max_model_len > 0 ? options.max_model_len : max_context;
   e->max_model_len_ = static_cast<int32_t>(std::min<int64_t>(len, e->sched_->maxSequenceTokens()));

@@ -40,6 +40,7 @@ std::unique_ptr<Engine> makeEngine(int64_t blocks = 256, bool prefix_cache = tru
   o.enable_prefix_cache = prefix_cache;
   o.scheduler.max_batched_tokens = budget;
   o.scheduler.max_running = 64 < budget ? 64 : budget;
+  o.scheduler.max_prefill_while_decoding = 0;  // chunks fill the budget (tests below count on it)
   o.eos_token_ids = std::vector<int32_t>{};  // the random model has no EOS
   StatusOr<std::unique_ptr<Engine>> e = Engine::create(tinyLlama(), o);
   EXPECT_TRUE(e.ok()) << e.status().message();

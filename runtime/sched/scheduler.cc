@@ -123,12 +123,16 @@ int32_t prefillContextCostKeys(int64_t hidden, int64_t intermediate, int64_t num
   return static_cast<int32_t>(std::max<int64_t>(1, linear / perKey));
 }
 
+double Scheduler::tokenCost(int32_t position) const {
+  const double keys = options_.prefill_context_cost_keys;
+  return keys > 0 ? 1.0 + position / keys : 1.0;
+}
+
 int32_t Scheduler::prefillTokensWithinCost(int32_t start, int32_t want, double* cost) const {
   if (*cost <= 0) return 0;
-  const double keys = options_.prefill_context_cost_keys;
   int32_t n = 0;
   while (n < want) {
-    const double c = keys > 0 ? 1.0 + (start + n) / keys : 1.0;
+    const double c = tokenCost(start + n);
     if (n > 0 && c > *cost) break;
     *cost -= c;
     ++n;
@@ -157,6 +161,7 @@ int32_t Scheduler::planPrefill(RequestId id, Request& r, int32_t budget, StepPla
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   int32_t budget = options_.max_batched_tokens;
+  double decodeCost = 0;  // of this step's decodes, in prefill-token units
 
   // 1. Decodes: each running sequence whose KV is complete and that has one new token.
   // Highest priority first; a victim is always taken from the back, so it is never one
@@ -184,6 +189,7 @@ StepPlan Scheduler::schedule() {
     if (!appended.ok()) continue;  // preempted itself
     r.num_in_kv += 1;
     decoded.insert(id);
+    decodeCost += tokenCost(r.num_in_kv - 1);
     const BlockTable* table = kv_->table(r.kv_seq);
     ScheduledSeq s;
     s.id = id;
@@ -203,7 +209,11 @@ StepPlan Scheduler::schedule() {
 
   // While decodes run, prefill is limited by cost too, so their step time stays bounded.
   const bool costLimited = plan.num_decodes > 0 && options_.max_prefill_while_decoding > 0;
-  double cost = costLimited ? options_.max_prefill_while_decoding : 0;
+  // Prefill may cost a share of the decodes themselves (so it at most doubles the step),
+  // and at least max_prefill_while_decoding.
+  double cost = costLimited ? std::max<double>(options_.max_prefill_while_decoding,
+                                              options_.prefill_share_while_decoding * decodeCost)
+                            : 0;
   auto prefillBudget = [&](const Request& r) {
     if (!costLimited) return budget;
     double left = cost;

@@ -22,10 +22,15 @@ struct SchedulerOptions {
   int32_t max_running = 64;
   /// Largest prefill chunk of one sequence in one step; 0 = the whole remaining budget.
   int32_t max_prefill_chunk = 0;
-  /// Prefill tokens a step may carry when it also carries decodes; 0 = no limit beyond the
-  /// budget. Bounds how much a long prompt arriving slows the running decoders (their
-  /// inter-token latency) at the cost of that prompt's time to first token.
-  int32_t max_prefill_while_decoding = 0;
+  /// Prefill a step may carry when it also carries decodes, in tokens (see
+  /// prefill_context_cost_keys), when the decodes themselves cost less: prefill may always
+  /// cost prefill_share_while_decoding of the step's decodes. 0 = no
+  /// limit beyond the budget. Bounds how much a long prompt arriving slows the running
+  /// decoders (their inter-token latency) at the cost of that prompt's time to first token.
+  int32_t max_prefill_while_decoding = 16;
+  /// Share of the step's decode cost that prefill may add next to them (above the floor
+  /// max_prefill_while_decoding). Below 1 leaves room for what the cost model misses.
+  double prefill_share_while_decoding = 0.75;
   /// Makes max_prefill_while_decoding a cost rather than a token count: a prefill token at
   /// position p counts as 1 + p / prefill_context_cost_keys tokens, since its attention over
   /// p keys costs as much as the rest of its work once p reaches this many keys (the
@@ -109,6 +114,8 @@ class Scheduler {
   /// Prefill tokens from position `start` whose cost (see prefill_context_cost_keys) fits
   /// in `*cost`, at least one while any cost is left; subtracts what they cost.
   int32_t prefillTokensWithinCost(int32_t start, int32_t want, double* cost) const;
+  /// Cost of computing the token at `position` (1 + position / prefill_context_cost_keys).
+  double tokenCost(int32_t position) const;
   int32_t watermark() const;
 
   KvCacheManager* kv_;

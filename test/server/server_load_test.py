@@ -105,7 +105,9 @@ class PreemptionLoadTest(LoadTestCase):
         pool = demand_blocks(specs) // 10
         self.assertGreaterEqual(pool, blocks_for(PROMPT_TOKENS[1] + MAX_TOKENS[1]),
                                 "the longest request must fit the pool alone")
-        server = start_server("--kv-blocks", str(pool))
+        # Prefill admitted at the full step budget (no cap while decoding) overcommits the
+        # pool quickly, so running decodes must preempt.
+        server = start_server("--kv-blocks", str(pool), "--max-prefill-while-decoding", "0")
         try:
             before = server.metrics()["ingot_preemptions_total"]
             run = LoadRun(server.port, server.proc.pid, specs, CLIENTS, REQUEST_TIMEOUT).run()

@@ -21,7 +21,7 @@ int fail(const std::string& message) {
 }  // namespace
 
 /// Usage: ingot_test_server TOKENIZER_TXT [--port P] [--max-running N] [--max-queue N]
-///        [--kv-blocks N] [--max-context N]
+///        [--kv-blocks N] [--max-context N] [--max-prefill-while-decoding N]
 int main(int argc, char** argv) {
   using namespace ingot;
   auto started = std::chrono::steady_clock::now();
@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
     else if (flag == "--max-queue") config.server.max_queue = static_cast<int32_t>(v);
     else if (flag == "--kv-blocks") config.engine.num_kv_blocks = v;
     else if (flag == "--max-context") max_context = v;
+    else if (flag == "--max-prefill-while-decoding")
+      config.engine.scheduler.max_prefill_while_decoding = static_cast<int32_t>(v);
     else return fail("unknown flag " + flag);
   }
   std::ifstream in(argv[1]);

@@ -118,6 +118,13 @@ Status CpuBackend::step(const StepInputs& inputs, std::vector<float>* logits) {
   return okStatus();
 }
 
+double CpuBackend::attentionMacCost() const {
+  if (!kernels_->bf16_activations) return 1.0;
+  for (const PlannedStep& s : plan_->steps)
+    if (s.op == OpKind::Linear && s.weight.type == WeightType::kBF16) return 2.0;
+  return 1.0;
+}
+
 Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float>* logits) {
   const PlannedStep& s = plan_->steps[index];
   const int64_t T = num_tokens_;

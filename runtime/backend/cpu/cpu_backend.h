@@ -60,6 +60,10 @@ class CpuBackend {
   int64_t vocabSize() const { return shape_.vocab_size; }
   SimdLevel simdLevel() const { return kernels_->level; }
   int numThreads() const;
+  /// Time of one attention multiply-add (q.k or p.v) over one linear-layer multiply-add,
+  /// for the scheduler's prefill cost model: 2 where bf16 linears multiply bf16
+  /// activations (twice the f32 rate) while attention stays f32, else 1.
+  double attentionMacCost() const;
   /// Bytes of every linear and logits weight matrix: what one decode token must read.
   uint64_t matrixBytes() const;
   /// The KV pool (tests, debugging).

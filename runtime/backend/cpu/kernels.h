@@ -49,12 +49,18 @@ struct CpuKernels {
   /// Each score is reduced in an order that depends only on D.
   void (*qk)(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
              int64_t n, int64_t D, float scale, float* s, int64_t s_stride) = nullptr;
+  /// s[i] = exp(s[i] - shift) (exactly 0 where s[i] is -inf); returns the sum of the new
+  /// s[i], reduced in an order that depends only on n. Relative error within 2^-22.
+  float (*exp_shifted)(float* s, int64_t n, float shift) = nullptr;
   /// The value update of online softmax for `rows` output rows over n values:
   /// o[r * o_stride + d] = alpha[r] * o[...] + sum_i p[r * p_stride + i] * v[i * v_stride + d],
   /// summed in order of i.
   void (*pv)(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
              int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) = nullptr;
 };
+
+/// The portable exp_shifted, which tables without a vector one use.
+float expShifted(float* s, int64_t n, float shift);
 
 /// The kernel table for `level` (which the CPU must support).
 const CpuKernels& cpuKernels(SimdLevel level);

@@ -190,6 +190,7 @@ const CpuKernels& avx2Kernels() {
     k.dot = dotAvx2;
     k.axpy = axpyAvx2;
     k.qk = qkAvx2;
+    k.exp_shifted = expShifted;
     k.pv = pvAvx2;
     return k;
   }();

@@ -220,7 +220,10 @@ inline void pvTile(const float* p, int64_t p_stride, const float* v, int64_t v_s
       acc[r][c] = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, o + r * o_stride + d + c * kLanes));
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
+  // A do-while (n >= 1): with a loop that may not run, GCC 12 keeps acc in memory and
+  // stores every accumulator on every iteration.
+  int64_t i = 0;
+  do {
     const float* vr = v + i * v_stride + d;
     __m512 vv[C];
     for (int c = 0; c < C; ++c) {
@@ -231,7 +234,7 @@ inline void pvTile(const float* p, int64_t p_stride, const float* v, int64_t v_s
       const __m512 pb = _mm512_set1_ps(p[r * p_stride + i]);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
     }
-  }
+  } while (++i < n);
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) {
       const __mmask16 m = c == C - 1 ? last : static_cast<__mmask16>(0xffff);
@@ -258,6 +261,11 @@ inline void pvRows(const float* p, int64_t p_stride, const float* v, int64_t v_s
 
 void pvAvx512(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
               int64_t n, int64_t D, const float* alpha, float* o, int64_t o_stride) {
+  if (n <= 0) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t d = 0; d < D; ++d) o[r * o_stride + d] *= alpha[r];
+    return;
+  }
   int64_t r = 0;
   for (; r + kPvRows <= rows; r += kPvRows)
     pvRows<kPvRows>(p + r * p_stride, p_stride, v, v_stride, n, D, alpha + r, o + r * o_stride,
@@ -270,6 +278,44 @@ void pvAvx512(const float* p, int64_t p_stride, int64_t rows, const float* v, in
     case 1: pvRows<1>(pr, p_stride, v, v_stride, n, D, alpha + r, orow, o_stride); break;
     default: break;
   }
+}
+
+/// exp(x) as 2^m * e^r with m = round(x / ln 2), |r| <= ln 2 / 2, e^r by its degree-6
+/// Taylor polynomial (truncation error below 2^-23 there) and 2^m applied by scalef, which
+/// underflows to 0 for very negative x.
+inline __m512 expAvx512(__m512 x) {
+  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+  const __m512 ln2Hi = _mm512_set1_ps(0.693359375f);
+  const __m512 ln2Lo = _mm512_set1_ps(-2.12194440e-4f);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));  // below the smallest subnormal
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.7228f));
+  const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(m, ln2Hi, x);
+  r = _mm512_fnmadd_ps(m, ln2Lo, r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, m);
+}
+
+float expShiftedAvx512(float* s, int64_t n, float shift) {
+  const __m512 sh = _mm512_set1_ps(shift);
+  const __m512 negInf = _mm512_set1_ps(-__builtin_inff());
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __mmask16 m = n - i >= kLanes ? static_cast<__mmask16>(0xffff) : tailMask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, s + i);
+    const __mmask16 shown = _mm512_mask_cmp_ps_mask(m, v, negInf, _CMP_NEQ_OQ);
+    const __m512 e = _mm512_maskz_mov_ps(shown, expAvx512(_mm512_sub_ps(v, sh)));
+    _mm512_mask_storeu_ps(s + i, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
 }
 
 }  // namespace
@@ -293,6 +339,7 @@ const CpuKernels& avx512Kernels() {
     k.dot = dotAvx512;
     k.axpy = axpyAvx512;
     k.qk = qkAvx512;
+    k.exp_shifted = expShiftedAvx512;
     k.pv = pvAvx512;
     return k;
   }();

@@ -1,5 +1,7 @@
 // Portable scalar kernels: the fallback on CPUs without AVX2, and a second opinion in tests.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cpu/kernels.h"
@@ -58,6 +60,15 @@ void pvScalar(const float* p, int64_t p_stride, int64_t rows, const float* v, in
   }
 }
 
+float expShiftedScalar(float* s, int64_t n, float shift) {
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.f : std::exp(s[i] - shift);
+    sum += s[i];
+  }
+  return sum;
+}
+
 CpuKernels makeScalar() {
   CpuKernels k;
   k.level = SimdLevel::kScalar;
@@ -67,11 +78,14 @@ CpuKernels makeScalar() {
   k.dot = dotScalar;
   k.axpy = axpyScalar;
   k.qk = qkScalar;
+  k.exp_shifted = expShiftedScalar;
   k.pv = pvScalar;
   return k;
 }
 
 }  // namespace
+
+float expShifted(float* s, int64_t n, float shift) { return expShiftedScalar(s, n, shift); }
 
 const CpuKernels& scalarKernels() {
   static const CpuKernels kernels = makeScalar();

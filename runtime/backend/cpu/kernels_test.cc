@@ -207,6 +207,32 @@ TEST(KernelsTest, AttentionScoresAndValueUpdatesMatchNaive) {
   }
 }
 
+TEST(KernelsTest, ExpShiftedMatchesStdExpAndZeroesMaskedScores) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-120.f, 0.f);
+  const float negInf = -std::numeric_limits<float>::infinity();
+  for (SimdLevel level : supportedLevels()) {
+    const CpuKernels& k = cpuKernels(level);
+    for (int64_t n : {1, 5, 16, 17, 40, 1000}) {
+      std::vector<float> s(n);
+      for (int64_t i = 0; i < n; ++i) s[i] = i % 7 == 3 ? negInf : dist(rng);
+      if (n > 2) s[1] = 0.f, s[2] = 88.f;  // exp(0) and the top of the range
+      const float shift = n > 2 ? 88.f : -1.5f;
+      std::vector<float> e = s;
+      const float sum = k.exp_shifted(e.data(), n, shift);
+      double ref = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = s[i] == negInf ? 0.0 : std::exp(double(s[i]) - shift);
+        ref += want;
+        if (s[i] == negInf) ASSERT_EQ(e[i], 0.f) << "masked scores weigh exactly nothing";
+        if (want > 1e-37) ASSERT_NEAR(e[i], want, 2.5e-7 * want) << simdLevelName(level) << " " << s[i];
+        else ASSERT_LE(e[i], 1e-37);
+      }
+      ASSERT_NEAR(sum, ref, 1e-6 * ref + 1e-30);
+    }
+  }
+}
+
 TEST(HalfFloatTest, ConversionsRoundTripAndRoundToNearest) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = f16ToF32(static_cast<uint16_t>(h));

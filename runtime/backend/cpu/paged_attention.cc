@@ -76,7 +76,7 @@ namespace {
 
 /// New tokens of one request handled by one work item: they share every K/V block read,
 /// which stays in L1 while the tile's queries are scored against it.
-constexpr int64_t kQueryTile = 4;
+constexpr int64_t kQueryTile = 8;
 
 using AttentionItem = AttentionScratch::Item;
 
@@ -159,6 +159,18 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
       const int64_t block = blocks[start / bs];
       const float* krows = cache + layout.rowOffset(block, params.layer, 0, 0) + g * D;
       const float* vrows = cache + layout.rowOffset(block, params.layer, 1, 0) + g * D;
+      // The next block's rows of this head come from L3 or DRAM at a stride the hardware
+      // prefetcher does not follow across blocks: ask for them while this block computes.
+      if (start + bs < tileKeys) {
+        const int64_t next = blocks[start / bs + 1];
+        for (int64_t kv = 0; kv < 2; ++kv) {
+          const char* base = reinterpret_cast<const char*>(
+              cache + layout.rowOffset(next, params.layer, kv, 0) + g * D);
+          for (int64_t r = 0; r < bs; ++r)
+            for (int64_t off = 0; off < D * static_cast<int64_t>(sizeof(float)); off += 64)
+              __builtin_prefetch(base + r * rowFloats * sizeof(float) + off);
+        }
+      }
       for (int64_t i = 0; i < tileTokens; ++i) {
         const int64_t n = std::min(bs, keysOf[i] - start);
         if (n <= 0) continue;
@@ -211,12 +223,7 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
             continue;
           }
           alpha[row] = runMax[row] == negInf ? 0.f : std::exp(runMax[row] - newMax);
-          float sum = 0.f;
-          for (int64_t kv = 0; kv < n; ++kv) {
-            const float p = sj[kv] == negInf ? 0.f : std::exp(sj[kv] - newMax);
-            sj[kv] = p;
-            sum += p;
-          }
+          const float sum = kernels.exp_shifted(sj, n, newMax);
           runSum[row] = runSum[row] * alpha[row] + sum;
           runMax[row] = newMax;
         }
