@@ -214,37 +214,44 @@ StepPlan Scheduler::schedule() {
   double cost = costLimited ? std::max<double>(options_.max_prefill_while_decoding,
                                               options_.prefill_share_while_decoding * decodeCost)
                             : 0;
+  // Only long prompts are held to it: a short one is done in a step or two, as in vLLM,
+  // which treats prompts above long_prefill_token_threshold alike.
+  auto isLong = [&](const Request& r) {
+    return costLimited && r.num_in_kv > options_.long_prefill_tokens;
+  };
   auto prefillBudget = [&](const Request& r) {
-    if (!costLimited) return budget;
+    if (!isLong(r)) return budget;
     double left = cost;
-    const int32_t n = prefillTokensWithinCost(
+    return prefillTokensWithinCost(
         r.num_computed, std::min({budget, options_.max_prefill_chunk, r.num_in_kv - r.num_computed}),
         &left);
-    return n;
   };
-  auto charge = [&](int32_t start, int32_t n) {
+  auto plan_prefill = [&](RequestId id, Request& r) {
+    const int32_t start = r.num_computed;
+    const int32_t n = planPrefill(id, r, prefillBudget(r), &plan);
     budget -= n;
-    if (costLimited) prefillTokensWithinCost(start, n, &cost);
+    if (isLong(r)) prefillTokensWithinCost(start, n, &cost);
   };
 
   // 2. Chunks of running prefills (their blocks were allocated at admission).
   for (const Key& key : running_) {
-    if (budget == 0 || (costLimited && cost <= 0)) break;
+    if (budget == 0) break;
     const RequestId id = std::get<2>(key);
     Request& r = requests_.at(id);
-    if (r.num_computed < r.num_in_kv && !decoded.count(id)) {
-      const int32_t start = r.num_computed;
-      charge(start, planPrefill(id, r, prefillBudget(r), &plan));
-    }
+    if (r.num_computed < r.num_in_kv && !decoded.count(id) && !(isLong(r) && cost <= 0))
+      plan_prefill(id, r);
   }
 
   // 3. Admission in priority order while budget, cap and blocks allow. The head waits
   // rather than letting lower priorities pass it.
-  while (budget > 0 && !(costLimited && cost <= 0) && !waiting_.empty() &&
+  while (budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < options_.max_running) {
     const Key key = *waiting_.begin();
     const RequestId id = std::get<2>(key);
     Request& r = requests_.at(id);
+    if (costLimited && static_cast<int32_t>(r.tokens.size()) > options_.long_prefill_tokens &&
+        cost <= 0)
+      break;
     const int32_t needed = static_cast<int32_t>(r.tokens.size()) + watermark() * kv_->blockSize();
     if (!kv_->canAdmit(needed)) break;
     StatusOr<SequenceKv> admitted = kv_->admit(r.tokens);
@@ -254,8 +261,7 @@ StepPlan Scheduler::schedule() {
     r.kv_seq = admitted->id;
     r.num_in_kv = static_cast<int32_t>(r.tokens.size());
     r.num_computed = admitted->num_cached_tokens;
-    const int32_t start = r.num_computed;
-    charge(start, planPrefill(id, r, prefillBudget(r), &plan));
+    plan_prefill(id, r);
   }
   return plan;
 }

@@ -31,6 +31,10 @@ struct SchedulerOptions {
   /// Share of the step's decode cost that prefill may add next to them (above the floor
   /// max_prefill_while_decoding). Below 1 leaves room for what the cost model misses.
   double prefill_share_while_decoding = 0.75;
+  /// Prompts (plus any re-prefilled output) of more tokens than this are "long": only they
+  /// are held to the prefill cost while decoding, so short prompts keep the batch full
+  /// (vLLM's long_prefill_token_threshold: 4% of an 8k context).
+  int32_t long_prefill_tokens = 256;
   /// Makes max_prefill_while_decoding a cost rather than a token count: a prefill token at
   /// position p counts as 1 + p / prefill_context_cost_keys tokens, since its attention over
   /// p keys costs as much as the rest of its work once p reaches this many keys (the

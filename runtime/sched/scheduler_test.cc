@@ -130,6 +130,25 @@ TEST(SchedulerTest, PrefillWhileDecodingIsChargedForItsContext) {
   EXPECT_TRUE(sawDecodeCost);
 }
 
+TEST(SchedulerTest, OnlyLongPromptsAreHeldToThePrefillCost) {
+  KvCacheManager kv(512, 16);
+  SchedulerOptions o;
+  o.max_batched_tokens = 256;
+  o.max_prefill_while_decoding = 6;
+  o.long_prefill_tokens = 100;
+  Scheduler s(&kv, o);
+  Driver d{&kv, &s};
+  for (int i = 0; i < 4; ++i) d.add(i, 8, 100);
+  d.step();
+  d.add(10, 90, 2);   // short: prefilled at once next to the decodes
+  StepPlan p = d.step();
+  EXPECT_EQ(p.num_decodes, 4);
+  EXPECT_EQ(p.num_tokens, 4 + 90);
+  d.add(11, 300, 2);  // long: six tokens a step
+  p = d.step();
+  EXPECT_EQ(p.num_tokens - p.num_decodes, 6);
+}
+
 TEST(SchedulerTest, ContextCostKeysFollowTheModelShape) {
   // SmolLM2-135M: hidden 576, intermediate 1536, 9 heads of 64, 3 kv heads.
   EXPECT_EQ(prefillContextCostKeys(576, 1536, 9, 3, 64), (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536) / (2 * 9 * 64));
