@@ -12,6 +12,9 @@ Status unknownRequest(RequestId id) {
   return notFound("scheduler: unknown request " + std::to_string(id));
 }
 
+/// The smallest derived long-prompt threshold (vLLM's 4% of an 8k context, rounded).
+constexpr int32_t kMinLongPrefillTokens = 256;
+
 }  // namespace
 
 Scheduler::Scheduler(KvCacheManager* kv, const SchedulerOptions& options)
@@ -20,6 +23,8 @@ Scheduler::Scheduler(KvCacheManager* kv, const SchedulerOptions& options)
   options_.max_running =
       std::clamp(options_.max_running, 1, options_.max_batched_tokens);
   if (options_.max_prefill_chunk <= 0) options_.max_prefill_chunk = options_.max_batched_tokens;
+  if (options_.long_prefill_tokens < 0)
+    options_.long_prefill_tokens = std::max(kMinLongPrefillTokens, options_.prefill_context_cost_keys / 2);
   const int32_t total = kv_->usage().total;
   if (options_.admission_watermark_blocks < 0)
     options_.admission_watermark_blocks = std::max(1, total / 100);

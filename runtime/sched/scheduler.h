@@ -32,9 +32,11 @@ struct SchedulerOptions {
   /// max_prefill_while_decoding). Below 1 leaves room for what the cost model misses.
   double prefill_share_while_decoding = 0.75;
   /// Prompts (plus any re-prefilled output) of more tokens than this are "long": only they
-  /// are held to the prefill cost while decoding, so short prompts keep the batch full
-  /// (vLLM's long_prefill_token_threshold: 4% of an 8k context).
-  int32_t long_prefill_tokens = 256;
+  /// are held to the prefill cost while decoding, so ordinary prompts keep the batch full
+  /// (vLLM likewise treats prompts above long_prefill_token_threshold apart). < 0 = where
+  /// attention makes a token cost 1.5 decode tokens (prefill_context_cost_keys / 2), at
+  /// least 256: from there on a prompt's chunks would slow the decoders for many steps.
+  int32_t long_prefill_tokens = -1;
   /// Makes max_prefill_while_decoding a cost rather than a token count: a prefill token at
   /// position p counts as 1 + p / prefill_context_cost_keys tokens, since its attention over
   /// p keys costs as much as the rest of its work once p reaches this many keys (the
