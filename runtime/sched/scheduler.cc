@@ -220,22 +220,19 @@ StepPlan Scheduler::schedule() {
                                               options_.prefill_share_while_decoding * decodeCost)
                             : 0;
   // Only long prompts are held to it: a short one is done in a step or two, as in vLLM,
-  // which treats prompts above long_prefill_token_threshold alike.
+  // which treats prompts above long_prefill_token_threshold alike. (While a request
+  // prefills, its tokens are all in its KV: prompt plus any output being recomputed.)
   auto isLong = [&](const Request& r) {
-    return costLimited && r.num_in_kv > options_.long_prefill_tokens;
+    return costLimited && static_cast<int32_t>(r.tokens.size()) > options_.long_prefill_tokens;
   };
-  auto prefillBudget = [&](const Request& r) {
-    if (!isLong(r)) return budget;
-    double left = cost;
-    return prefillTokensWithinCost(
-        r.num_computed, std::min({budget, options_.max_prefill_chunk, r.num_in_kv - r.num_computed}),
-        &left);
-  };
-  auto plan_prefill = [&](RequestId id, Request& r) {
-    const int32_t start = r.num_computed;
-    const int32_t n = planPrefill(id, r, prefillBudget(r), &plan);
-    budget -= n;
-    if (isLong(r)) prefillTokensWithinCost(start, n, &cost);
+  auto planChunk = [&](RequestId id, Request& r) {
+    const int32_t cap =
+        isLong(r) ? prefillTokensWithinCost(r.num_computed,
+                                            std::min({budget, options_.max_prefill_chunk,
+                                                      r.num_in_kv - r.num_computed}),
+                                            &cost)
+                  : budget;
+    budget -= planPrefill(id, r, cap, &plan);
   };
 
   // 2. Chunks of running prefills (their blocks were allocated at admission).
@@ -243,8 +240,7 @@ StepPlan Scheduler::schedule() {
     if (budget == 0) break;
     const RequestId id = std::get<2>(key);
     Request& r = requests_.at(id);
-    if (r.num_computed < r.num_in_kv && !decoded.count(id) && !(isLong(r) && cost <= 0))
-      plan_prefill(id, r);
+    if (r.num_computed < r.num_in_kv && !decoded.count(id)) planChunk(id, r);
   }
 
   // 3. Admission in priority order while budget, cap and blocks allow. The head waits
@@ -254,9 +250,7 @@ StepPlan Scheduler::schedule() {
     const Key key = *waiting_.begin();
     const RequestId id = std::get<2>(key);
     Request& r = requests_.at(id);
-    if (costLimited && static_cast<int32_t>(r.tokens.size()) > options_.long_prefill_tokens &&
-        cost <= 0)
-      break;
+    if (isLong(r) && cost <= 0) break;  // not admitted (no blocks taken) without a chunk
     const int32_t needed = static_cast<int32_t>(r.tokens.size()) + watermark() * kv_->blockSize();
     if (!kv_->canAdmit(needed)) break;
     StatusOr<SequenceKv> admitted = kv_->admit(r.tokens);
@@ -266,7 +260,7 @@ StepPlan Scheduler::schedule() {
     r.kv_seq = admitted->id;
     r.num_in_kv = static_cast<int32_t>(r.tokens.size());
     r.num_computed = admitted->num_cached_tokens;
-    plan_prefill(id, r);
+    planChunk(id, r);
   }
   return plan;
 }
