@@ -148,7 +148,7 @@ StatusOr<InterferenceRun> runInterferenceOnce(const Artifact& artifact,
             (options.decoder_prompt + options.baseline_steps + options.long_prompt + 2 * block) +
         options.long_prompt + block;
     engine_options.num_kv_blocks =
-        std::max<int64_t>((tokens + block - 1) / block, (16384 + block - 1) / block);
+        std::max((tokens + block - 1) / block, Engine::defaultKvBlocks(*config));
   }
   StatusOr<std::unique_ptr<Engine>> created = Engine::create(artifact, engine_options);
   if (!created.ok()) return created.status();

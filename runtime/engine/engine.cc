@@ -44,6 +44,19 @@ StepInputs buildStepInputs(const StepPlan& plan, std::vector<int32_t>* rows) {
 
 }  // namespace
 
+namespace {
+/// The model's context, or 2048 where the artifact does not say.
+int64_t maxContextOf(const schema::ModelConfigDef& config) {
+  return config.max_context() > 0 ? config.max_context() : 2048;
+}
+}  // namespace
+
+int64_t Engine::defaultKvBlocks(const schema::ModelConfigDef& config) {
+  const int64_t block_size = std::max(1, config.kv_block_size());
+  return (std::max<int64_t>(maxContextOf(config), kDefaultKvPoolTokens) + block_size - 1) /
+         block_size;
+}
+
 StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
                                                  const EngineOptions& options) {
   const schema::ModelConfigDef* config = artifact.manifest().config();
@@ -51,10 +64,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
   const int32_t block_size = std::max(1, config->kv_block_size());
-  const int64_t max_context = config->max_context() > 0 ? config->max_context() : 2048;
-  int64_t blocks = options.num_kv_blocks;
-  if (blocks <= 0)
-    blocks = (std::max<int64_t>(max_context, kDefaultKvPoolTokens) + block_size - 1) / block_size;
+  const int64_t max_context = maxContextOf(*config);
+  const int64_t blocks =
+      options.num_kv_blocks > 0 ? options.num_kv_blocks : defaultKvBlocks(*config);
   CpuBackendOptions backend_options;
   backend_options.num_threads = options.num_threads;
   backend_options.num_kv_blocks = blocks;

@@ -83,6 +83,9 @@ class Engine {
   /// The artifact must outlive the engine.
   static StatusOr<std::unique_ptr<Engine>> create(const Artifact& artifact,
                                                   const EngineOptions& options);
+  /// Blocks of the KV pool when EngineOptions::num_kv_blocks is 0: 16384 tokens' worth,
+  /// or one max_context if larger.
+  static int64_t defaultKvBlocks(const schema::ModelConfigDef& config);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
