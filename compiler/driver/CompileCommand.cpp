@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/artifact/DraftProgram.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
 #include "compiler/import/HfImporter.h"
 #include "compiler/import/LlamaModuleBuilder.h"
+#include "compiler/quant/WeightEncoders.h"
+#include "dialects/ingot/IngotDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -89,10 +92,39 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+/// Marks the weights whose checkpoint tensors are GGUF Q4_0 / Q4_1 blocks with the int4
+/// scheme that holds them exactly (`source_quant`), so `--quant int4` keeps the blocks.
+void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedModel &model) {
+  using mlir::ingot::QuantOffsetKind;
+  module.walk([&](mlir::ingot::WeightOp op) {
+    if (op.getHandle() >= model.tensors.size())
+      return;
+    importer::SourceQuant source = model.tensors[op.getHandle()].sourceQuant;
+    if (source == importer::SourceQuant::None)
+      return;
+    op.setSourceQuantAttr(mlir::ingot::QuantSchemeAttr::get(
+        op.getContext(), mlir::ingot::QuantKind::Int4, quant::kGgmlQ4BlockSize,
+        source == importer::SourceQuant::GgufQ4_0 ? QuantOffsetKind::Zero
+                                                  : QuantOffsetKind::Min));
+  });
+}
+
 } // namespace
 
 int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err) {
   auto start = std::chrono::steady_clock::now();
+  if (options.quant.empty() && !options.quantSkip.empty()) {
+    err << "ingot compile: error: --quant-skip needs --quant\n";
+    return 2;
+  }
+  if (options.quant != "int4" && options.quantGroupSize != quant::kGgmlQ4BlockSize) {
+    err << "ingot compile: error: --quant-group applies to --quant int4 only\n";
+    return 2;
+  }
+  if (options.quantScales != "absmax" && options.quant != "nvfp4" && options.quant != "mxfp4") {
+    err << "ingot compile: error: --quant-scales applies to --quant nvfp4 and mxfp4 only\n";
+    return 2;
+  }
   InputKind kind = classifyInput(options.input);
   if (kind == InputKind::Missing) {
     err << "ingot compile: error: cannot read '" << options.input << "'\n";
@@ -132,6 +164,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
       return 1;
     }
     module = std::move(*built);
+    annotateSourceQuantization(*module, *checkpoint);
     lowering.weights = WeightSource::Checkpoint;
     lowering.checkpoint = checkpoint.get();
     if (::isatty(STDERR_FILENO))
@@ -170,7 +203,11 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   if (options.dummyWeights)
     lowering.weights = WeightSource::Dummy;
 
-  if (mlir::failed(runCompilePipeline(*module))) {
+  PipelineOptions pipeline;
+  pipeline.quant = options.quant;
+  pipeline.quantGroupSize = options.quantGroupSize;
+  pipeline.quantSkip = options.quantSkip;
+  if (mlir::failed(runCompilePipeline(*module, pipeline))) {
     diagnostics.flush();
     err << "ingot compile: error: the pass pipeline failed on '" << options.input << "'\n";
     return 1;
@@ -186,6 +223,8 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   }
 
   lowering.seed = options.seed;
+  lowering.quantScales =
+      options.quantScales == "mse" ? quant::ScaleChoice::MinError : quant::ScaleChoice::Absmax;
   lowering.provenance.compilerVersion = std::string("ingot ") + kVersion;
   lowering.provenance.options = options.commandLine;
   lowering.provenance.source = options.input;
@@ -193,10 +232,20 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   lowering.provenance.created = utcNow();
 
   ArtifactWriter writer;
-  if (mlir::failed(lowerModuleToArtifact(*module, lowering, writer))) {
+  LoweringReport report;
+  if (mlir::failed(lowerModuleToArtifact(*module, lowering, writer, &report))) {
     diagnostics.flush();
     err << "ingot compile: error: cannot lower '" << options.input << "' to an artifact\n";
     return 1;
+  }
+  if (options.draftLayers > 0) {
+    StatusOr<Program> draft =
+        earlyExitDraftProgram(writer.contents().programs.at(0), options.draftLayers);
+    if (!draft.ok()) {
+      err << "ingot compile: error: " << draft.status().message() << "\n";
+      return 1;
+    }
+    writer.addProgram(std::move(*draft));
   }
   Status status = writer.write(options.output);
   if (!status.ok()) {
@@ -204,8 +253,17 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     return 1;
   }
 
+  // Parameters are the model's own: quantization scales are not counted.
+  std::vector<bool> isScale(writer.contents().tensors.size(), false);
+  for (const TensorSpec &t : writer.contents().tensors)
+    for (int32_t i : {t.quant.scaleTensor, t.quant.zeroTensor, t.quant.globalScaleTensor})
+      if (i >= 0 && static_cast<size_t>(i) < isScale.size())
+        isScale[i] = true;
   uint64_t parameters = 0, bytes = 0;
-  for (const TensorSpec &t : writer.contents().tensors) {
+  for (size_t i = 0; i < writer.contents().tensors.size(); ++i) {
+    const TensorSpec &t = writer.contents().tensors[i];
+    if (isScale[i])
+      continue;
     uint64_t n = 1;
     for (int64_t d : t.shape)
       n *= static_cast<uint64_t>(d);
@@ -221,6 +279,14 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
                 options.output.c_str(), writer.numTensors(), parameters / 1e6,
                 humanBytes(bytes).c_str(), seconds, humanBytes(peakRssBytes()).c_str());
   out << summary;
+  if (!options.quant.empty()) {
+    std::snprintf(summary, sizeof(summary), "quantized %zu linear weights to %s",
+                  report.quantizedWeights, options.quant.c_str());
+    out << summary;
+    if (report.exactQuantizedWeights > 0)
+      out << " (" << report.exactQuantizedWeights << " copied exactly from GGUF Q4 blocks)";
+    out << "\n";
+  }
   return 0;
 }
 

@@ -28,6 +28,17 @@ struct CompileOptions {
   uint64_t seed = 0;
   /// Weight dtype for checkpoints: "f32", "bf16" or "f16".
   std::string dtype = "bf16";
+  /// Quantize linear weights: "" (no), "int4", "fp8", "nvfp4" or "mxfp4".
+  std::string quant;
+  /// Elements per int4 scale along K (32, 64 or 128).
+  int64_t quantGroupSize = 32;
+  /// Weight-name patterns (globs, or substrings) that stay unquantized.
+  std::vector<std::string> quantSkip;
+  /// NVFP4 / MXFP4 block scales: "absmax" (from the block maximum) or "mse" (the scale
+  /// near it with the least squared error).
+  std::string quantScales = "absmax";
+  /// > 0: also a draft program of the first N decoder layers and the head (self-speculation).
+  int32_t draftLayers = 0;
   /// The command line as typed, recorded in the artifact's provenance.
   std::vector<std::string> commandLine;
 };

@@ -3,8 +3,10 @@
 
 #include <array>
 #include <map>
+#include <optional>
 
 #include "codegen/cpu/RegionBytecodeEmitter.h"
+#include "compiler/driver/QuantizedTensors.h"
 #include "compiler/driver/RandomWeights.h"
 #include "runtime/artifact/dtype_info.h"
 #include "dialects/ingot/IngotDialect.h"
@@ -121,12 +123,45 @@ schema::ZeroKind toZeroKind(mlir::ingot::QuantOffsetKind kind) {
   return schema::ZeroKind::None;
 }
 
+/// The encoder behind a quantization scheme, or nothing where the compiler has none.
+std::optional<quant::WeightEncoding> toWeightEncoding(mlir::ingot::QuantSchemeAttr scheme) {
+  switch (scheme.getKind()) {
+  case mlir::ingot::QuantKind::Int4:
+    if (scheme.getOffsetKind() == mlir::ingot::QuantOffsetKind::Zero)
+      return quant::WeightEncoding::Int4Zero;
+    return quant::WeightEncoding::Int4Min;
+  case mlir::ingot::QuantKind::PerChannel:
+    return quant::WeightEncoding::Fp8PerChannel;
+  case mlir::ingot::QuantKind::NvFp4:
+    return quant::WeightEncoding::Nvfp4;
+  case mlir::ingot::QuantKind::MxFp4:
+    return quant::WeightEncoding::Mxfp4;
+  case mlir::ingot::QuantKind::PerTensor:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+EncodedPart toEncodedPart(mlir::ingot::QuantPart part) {
+  switch (part) {
+  case mlir::ingot::QuantPart::Weight:
+    return EncodedPart::Weight;
+  case mlir::ingot::QuantPart::Scale:
+    return EncodedPart::Scale;
+  case mlir::ingot::QuantPart::Offset:
+    return EncodedPart::Offset;
+  case mlir::ingot::QuantPart::GlobalScale:
+    return EncodedPart::GlobalScale;
+  }
+  return EncodedPart::Weight;
+}
+
 /// Walks the serving-step function and fills the writer.
 class ArtifactLowering {
 public:
   ArtifactLowering(mlir::ModuleOp module, const LoweringOptions &options,
-                   ArtifactWriter &writer)
-      : module(module), options(options), writer(writer) {}
+                   ArtifactWriter &writer, LoweringReport *report)
+      : module(module), options(options), writer(writer), report(report) {}
 
   mlir::LogicalResult run() {
     if (options.weights == WeightSource::Checkpoint && !options.checkpoint)
@@ -146,6 +181,13 @@ public:
     if (options.checkpoint && options.checkpoint->hasTokenizer)
       writer.setTokenizer(options.checkpoint->tokenizer);
     writer.setProvenance(options.provenance);
+    if (report) {
+      step.walk([&](mlir::ingot::WeightOp op) {
+        if (auto encoding = op.getEncodingAttr())
+          report->quantizedWeights += encoding.getPart() == mlir::ingot::QuantPart::Weight;
+      });
+      report->exactQuantizedWeights = quantized ? quantized->numExact() : 0;
+    }
     return success();
   }
 
@@ -268,6 +310,7 @@ private:
       return failure();
 
     std::map<std::string, int32_t> names;
+    numWeightTensors = weights.size();
     for (mlir::ingot::WeightOp op : weights) {
       auto ranked = llvm::cast<mlir::RankedTensorType>(op.getResult().getType());
       if (!ranked.hasStaticShape())
@@ -288,7 +331,8 @@ private:
         continue;
       }
       if (options.weights == WeightSource::Checkpoint) {
-        if (failed(addCheckpointTensor(op, std::move(spec))))
+        if (failed(op.getEncodingAttr() ? addQuantizedTensor(op, std::move(spec))
+                                        : addCheckpointTensor(op, std::move(spec))))
           return failure();
         continue;
       }
@@ -314,20 +358,42 @@ private:
       return op.emitError() << "weight '" << spec.name
                             << "' does not match checkpoint tensor '" << tensor.name
                             << "' in shape or dtype";
+    addProducedTensor(std::move(spec), tensor.produce);
+    return success();
+  }
+
+  /// A tensor that quantizes a checkpoint tensor (an `#ingot.encoding` weight); its bytes
+  /// are encoded from the source tensor while the artifact is written.
+  mlir::LogicalResult addQuantizedTensor(mlir::ingot::WeightOp op, TensorSpec spec) {
+    mlir::ingot::WeightEncodingAttr encoding = op.getEncodingAttr();
+    std::optional<quant::WeightEncoding> encoder = toWeightEncoding(encoding.getScheme());
+    if (!encoder)
+      return op.emitError() << "the compiler cannot quantize weights to "
+                            << encoding.getScheme() << " yet";
+    if (!quantized)
+      quantized = std::make_unique<QuantizedTensors>(*options.checkpoint, options.quantScales);
+    StatusOr<TensorProducer> produce = quantized->producer(
+        op.getHandle(), *encoder, encoding.getScheme().getBlockSize(),
+        toEncodedPart(encoding.getPart()), spec.dtype, spec.shape);
+    if (!produce.ok())
+      return op.emitError() << "weight '" << spec.name << "': " << produce.status().message();
+    addProducedTensor(std::move(spec), std::move(produce).value());
+    return success();
+  }
+
+  /// Adds a streamed tensor, reporting progress after it is written when asked.
+  void addProducedTensor(TensorSpec spec, TensorProducer produce) {
     uint64_t size = packedByteSize(spec.dtype, spec.shape).value_or(0);
-    TensorProducer produce = tensor.produce;
     if (options.onTensorWritten) {
       // Producers run later, inside ArtifactWriter::write(): capture by value only.
-      produce = [inner = tensor.produce, report = options.onTensorWritten,
-                 done = tensorsWritten, total = model.tensors.size()](
-                    const TensorByteSink &sink) {
+      produce = [inner = std::move(produce), progress = options.onTensorWritten,
+                 done = tensorsWritten, total = numWeightTensors](const TensorByteSink &sink) {
         Status status = inner(sink);
-        report(++*done, total);
+        progress(++*done, total);
         return status;
       };
     }
     writer.addTensor(std::move(spec), size, std::move(produce));
-    return success();
   }
 
   int32_t addBuffer(Program &program, mlir::Value value, std::string name,
@@ -505,6 +571,10 @@ private:
   mlir::ModuleOp module;
   const LoweringOptions &options;
   ArtifactWriter &writer;
+  LoweringReport *report;
+  /// Encodes quantized weights from the checkpoint (created at the first one).
+  std::unique_ptr<QuantizedTensors> quantized;
+  size_t numWeightTensors = 0;
   llvm::DenseMap<mlir::Value, int32_t> tensorOf;
   std::shared_ptr<size_t> tensorsWritten = std::make_shared<size_t>(0);
   llvm::DenseMap<mlir::Value, int32_t> bufferOf;
@@ -515,8 +585,8 @@ private:
 
 mlir::LogicalResult lowerModuleToArtifact(mlir::ModuleOp module,
                                           const LoweringOptions &options,
-                                          ArtifactWriter &writer) {
-  return ArtifactLowering(module, options, writer).run();
+                                          ArtifactWriter &writer, LoweringReport *report) {
+  return ArtifactLowering(module, options, writer, report).run();
 }
 
 } // namespace ingot::compiler

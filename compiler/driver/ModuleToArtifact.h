@@ -15,6 +15,7 @@
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/import/ImportedModel.h"
+#include "compiler/quant/WeightEncoders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace ingot::compiler {
@@ -34,16 +35,28 @@ struct LoweringOptions {
   uint64_t seed = 0;
   /// The checkpoint for WeightSource::Checkpoint; it also supplies the tokenizer.
   const importer::ImportedModel *checkpoint = nullptr;
+  /// How quantized weights' NVFP4 / MXFP4 block scales are chosen.
+  quant::ScaleChoice quantScales = quant::ScaleChoice::Absmax;
   /// Called after each checkpoint tensor is written, with (tensors done, total).
   std::function<void(size_t, size_t)> onTensorWritten;
   Provenance provenance;
 };
 
+/// What lowering found that the compile summary reports.
+struct LoweringReport {
+  /// Linear weights quantized from checkpoint tensors, and how many of them copy GGUF
+  /// Q4_0 / Q4_1 blocks exactly.
+  size_t quantizedWeights = 0;
+  size_t exactQuantizedWeights = 0;
+};
+
 /// Fills `writer` from `module`. Emits MLIR diagnostics and fails on anything the
 /// artifact cannot express (no serving-step function, an op without a step kind, a
-/// region the bytecode emitter rejects).
+/// region the bytecode emitter rejects). Weights with an `#ingot.encoding` are quantized
+/// from their checkpoint tensor while the writer writes them.
 mlir::LogicalResult lowerModuleToArtifact(mlir::ModuleOp module,
                                           const LoweringOptions &options,
-                                          ArtifactWriter &writer);
+                                          ArtifactWriter &writer,
+                                          LoweringReport *report = nullptr);
 
 } // namespace ingot::compiler

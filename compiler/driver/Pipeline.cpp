@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the compile pass pipeline ---------------------------===//
 #include "compiler/driver/Pipeline.h"
 
+#include "compiler/transforms/Passes.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,16 +16,23 @@ void registerCompilerDialects(mlir::DialectRegistry &registry) {
                   mlir::arith::ArithDialect, mlir::math::MathDialect>();
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm) {
+void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (!options.quant.empty()) {
+    QuantizeWeightsOptions quant;
+    quant.format = options.quant;
+    quant.groupSize = options.quantGroupSize;
+    quant.skip.assign(options.quantSkip.begin(), options.quantSkip.end());
+    pm.addPass(createQuantizeWeights(quant));
+  }
 }
 
-mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module) {
+mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module, const PipelineOptions &options) {
   if (mlir::failed(mlir::verify(module)))
     return mlir::failure();
   mlir::PassManager pm(module.getContext());
-  buildCompilePipeline(pm);
+  buildCompilePipeline(pm, options);
   return pm.run(module);
 }
 

@@ -314,14 +314,37 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
     tensor.shape = shape;
     tensor.dtype = dtype;
     const GgufTensorInfo *source = &info;
-    tensor.produce = [file, source, dtype, permuteHeads](const TensorByteSink &sink) -> Status {
-      std::vector<float> values(source->numElements);
+    tensor.readF32 = [file, source, permuteHeads](std::vector<float> &values) -> Status {
+      values.resize(source->numElements);
       INGOT_RETURN_IF_ERROR(file->dequantizeTensor(*source, values.data()));
       file->releaseTensorPages(*source);
       if (permuteHeads > 0)
         INGOT_RETURN_IF_ERROR(unpermuteRopeRows(values, source->shape(), permuteHeads));
+      return okStatus();
+    };
+    tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
+      std::vector<float> values;
+      INGOT_RETURN_IF_ERROR(readF32(values));
       return writeConverted(values, dtype, sink);
     };
+    // Q4_0 / Q4_1 matrices also hand out their blocks for the exact int4 import; a row
+    // is a whole number of blocks, so Q/K rows are un-permuted as block rows.
+    if ((info.type == gguf::GgmlType::Q4_0 || info.type == gguf::GgmlType::Q4_1) &&
+        shape.size() == 2) {
+      tensor.sourceQuant =
+          info.type == gguf::GgmlType::Q4_0 ? SourceQuant::GgufQ4_0 : SourceQuant::GgufQ4_1;
+      tensor.readBlocks = [file, source, permuteHeads](std::vector<uint8_t> &blocks) -> Status {
+        const uint8_t *data = file->tensorData(*source);
+        blocks.assign(data, data + source->numBytes);
+        file->releaseTensorPages(*source);
+        if (permuteHeads > 0) {
+          int64_t rows = source->shape()[0];
+          INGOT_RETURN_IF_ERROR(unpermuteRopeRowBytes(
+              blocks.data(), rows, static_cast<int64_t>(source->numBytes) / rows, permuteHeads));
+        }
+        return okStatus();
+      };
+    }
     model.add(std::move(tensor));
   }
 

@@ -56,10 +56,15 @@ StatusOr<ImportedModel> importHuggingFace(const std::string &dir, const HfImport
     tensor.shape = source->shape;
     tensor.dtype = dtype;
     std::shared_ptr<const hf::SafetensorsFile> shard = ref.shard;
-    tensor.produce = [shard, source, dtype](const TensorByteSink &sink) -> Status {
-      std::vector<float> values(static_cast<size_t>(source->numElements()));
+    tensor.readF32 = [shard, source](std::vector<float> &values) -> Status {
+      values.resize(static_cast<size_t>(source->numElements()));
       shard->toFloat(*source, values.data());
       shard->releaseTensorPages(*source);
+      return okStatus();
+    };
+    tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
+      std::vector<float> values;
+      INGOT_RETURN_IF_ERROR(readF32(values));
       return writeConverted(values, dtype, sink);
     };
     model.add(std::move(tensor));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,16 @@
 #include "compiler/artifact/ArtifactWriter.h"
 
 namespace ingot::importer {
+
+/// Checkpoint block formats that an int4 group-wise scheme (group 32, f16 scales) holds
+/// exactly, so `--quant int4` can take their blocks without a float round trip.
+enum class SourceQuant {
+  None,
+  /// GGUF Q4_0: f16 scale d and 32 nibbles q per block; w = d * (q - 8).
+  GgufQ4_0,
+  /// GGUF Q4_1: f16 scale d, f16 min m and 32 nibbles q per block; w = d * q + m.
+  GgufQ4_1,
+};
 
 /// One tensor of the checkpoint, in the layout the ingot dialect expects: linear weights
 /// [out, in] row-major, Q/K rows in Hugging Face (rotate-half RoPE) order.
@@ -30,6 +41,14 @@ struct ImportedTensor {
   schema::DType dtype = schema::DType::F32;
   /// Streams exactly the packed bytes of `shape` x `dtype`.
   TensorProducer produce;
+  /// Reads the whole tensor as f32, in the same layout, before any conversion to `dtype`
+  /// (dequantized exactly): what quantizing encoders start from. May be empty.
+  std::function<Status(std::vector<float> &values)> readF32;
+  /// How the checkpoint stores the tensor, when an int4 scheme can hold it exactly.
+  SourceQuant sourceQuant = SourceQuant::None;
+  /// For sourceQuant != None: the tensor's raw blocks, rows in the layout above ([N, K]
+  /// as N rows of K / 32 blocks).
+  std::function<Status(std::vector<uint8_t> &blocks)> readBlocks;
 };
 
 /// Architecture-level facts that change the graph, beyond the numbers in ModelConfig.

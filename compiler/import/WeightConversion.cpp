@@ -8,19 +8,27 @@ namespace ingot::importer {
 
 Status unpermuteRopeRows(std::vector<float> &values, const std::vector<int64_t> &shape,
                          int32_t heads) {
-  if (shape.size() != 2 || heads <= 0 || shape[0] % heads != 0 || (shape[0] / heads) % 2 != 0)
+  if (shape.size() != 2)
     return invalidArgument("cannot undo the RoPE row permutation of a tensor of " +
                            std::to_string(shape.size()) + " dims with " +
                            std::to_string(heads) + " heads");
-  const int64_t rows = shape[0], cols = shape[1], headDim = rows / heads, half = headDim / 2;
-  std::vector<float> head(static_cast<size_t>(headDim * cols));
+  return unpermuteRopeRowBytes(reinterpret_cast<uint8_t *>(values.data()), shape[0],
+                               shape[1] * static_cast<int64_t>(sizeof(float)), heads);
+}
+
+Status unpermuteRopeRowBytes(uint8_t *bytes, int64_t rows, int64_t rowBytes, int32_t heads) {
+  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+    return invalidArgument("cannot undo the RoPE row permutation of a tensor of 2 dims with " +
+                           std::to_string(heads) + " heads");
+  const int64_t headDim = rows / heads, half = headDim / 2;
+  std::vector<uint8_t> head(static_cast<size_t>(headDim * rowBytes));
   for (int64_t h = 0; h < heads; ++h) {
-    float *base = values.data() + h * headDim * cols;
+    uint8_t *base = bytes + h * headDim * rowBytes;
     for (int64_t i = 0; i < half; ++i)
       for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(head.data() + (j * half + i) * cols, base + (2 * i + j) * cols,
-                    sizeof(float) * cols);
-    std::memcpy(base, head.data(), sizeof(float) * head.size());
+        std::memcpy(head.data() + (j * half + i) * rowBytes, base + (2 * i + j) * rowBytes,
+                    static_cast<size_t>(rowBytes));
+    std::memcpy(base, head.data(), head.size());
   }
   return okStatus();
 }

@@ -19,6 +19,10 @@ namespace ingot::importer {
 Status unpermuteRopeRows(std::vector<float> &values, const std::vector<int64_t> &shape,
                          int32_t heads);
 
+/// The same row permutation on rows of any fixed byte width (`rows` rows of `rowBytes`
+/// bytes each), e.g. rows of quantized blocks.
+Status unpermuteRopeRowBytes(uint8_t *bytes, int64_t rows, int64_t rowBytes, int32_t heads);
+
 /// Converts f32 values to `dtype` (f32, bf16 with round-to-nearest-even, f16) and streams
 /// them into `sink` in chunks, so no second full-size copy exists.
 Status writeConverted(const std::vector<float> &values, schema::DType dtype,

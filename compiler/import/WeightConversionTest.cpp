@@ -38,6 +38,25 @@ TEST(WeightConversionTest, UnpermuteUndoesLlamaCppRopePermutation) {
   }
 }
 
+TEST(WeightConversionTest, UnpermutesRowsOfAnyByteWidthLikeFloatRows) {
+  // Rows of quantized blocks (here 20-byte Q4_1 blocks) move exactly as float rows do.
+  const int32_t heads = 3;
+  const int64_t rows = 12, rowBytes = 40;
+  std::vector<float> rowIds(rows);
+  std::vector<uint8_t> bytes(rows * rowBytes);
+  for (int64_t r = 0; r < rows; ++r) {
+    rowIds[r] = static_cast<float>(r);
+    for (int64_t b = 0; b < rowBytes; ++b)
+      bytes[r * rowBytes + b] = static_cast<uint8_t>(r * 16 + b % 16);
+  }
+  ASSERT_TRUE(unpermuteRopeRows(rowIds, {rows, 1}, heads).ok());
+  ASSERT_TRUE(unpermuteRopeRowBytes(bytes.data(), rows, rowBytes, heads).ok());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < rowBytes; ++b)
+      ASSERT_EQ(bytes[r * rowBytes + b], static_cast<uint8_t>(rowIds[r] * 16 + b % 16)) << r;
+  EXPECT_FALSE(unpermuteRopeRowBytes(bytes.data(), 10, rowBytes, 3).ok());
+}
+
 TEST(WeightConversionTest, UnpermuteRejectsShapesThatCannotBePermuted) {
   std::vector<float> v(30);
   EXPECT_FALSE(unpermuteRopeRows(v, {10, 3}, 3).ok()); // 10 rows do not split into 3 heads

@@ -29,6 +29,16 @@ def Ingot_QuantOffsetKind : I32Enum<"QuantOffsetKind",
   let cppNamespace = "::mlir::ingot";
 }
 
+def Ingot_QuantPart : I32Enum<"QuantPart",
+    "which tensor of a quantized weight an ingot.weight is", [
+    I32EnumCase<"Weight", 0, "weight">,
+    I32EnumCase<"Scale", 1, "scale">,
+    I32EnumCase<"Offset", 2, "offset">,
+    I32EnumCase<"GlobalScale", 3, "global_scale">
+  ]> {
+  let cppNamespace = "::mlir::ingot";
+}
+
 def Ingot_RopeScalingKind : I32Enum<"RopeScalingKind", "RoPE frequency scaling", [
     I32EnumCase<"None", 0, "none">,
     I32EnumCase<"Linear", 1, "linear">,
@@ -85,6 +95,29 @@ def Ingot_QuantSchemeAttr : Ingot_Attr<"QuantScheme", "quant"> {
     /// True for schemes whose scales cover blocks/groups along K.
     bool isBlockScaled() const { return getBlockSize() > 0; }
   }];
+}
+
+def Ingot_WeightEncodingAttr : Ingot_Attr<"WeightEncoding", "encoding"> {
+  let summary = "Which part of a quantized encoding of its checkpoint tensor a weight is";
+  let description = [{
+    Marks an `ingot.weight` as derived from the checkpoint tensor its `handle`
+    names by quantizing that tensor under `scheme`: `weight` is the packed
+    values, `scale` the scales, `offset` the int4 zeros or mins, `global_scale`
+    the NVFP4 tensor scale. The compiler computes the bytes while it writes the
+    artifact (`ingot-quantize-weights` creates these ops), so the module never
+    holds weight data.
+
+    ```mlir
+    #ingot.encoding<weight, #ingot.quant<nvfp4>>
+    #ingot.encoding<offset, #ingot.quant<int4, group_size = 32, min>>
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::ingot::QuantPart":$part,
+    "::mlir::ingot::QuantSchemeAttr":$scheme
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 def Ingot_RopeScalingAttr : Ingot_Attr<"RopeScaling", "rope_scaling"> {

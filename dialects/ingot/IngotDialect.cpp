@@ -175,6 +175,51 @@ unsigned QuantSchemeAttr::getNumScaleOperands() const {
 }
 
 //===----------------------------------------------------------------------===//
+// WeightEncodingAttr
+//===----------------------------------------------------------------------===//
+
+/// Parses `<part, #ingot.quant<...>>`.
+Attribute WeightEncodingAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  SMLoc partLoc = parser.getCurrentLocation();
+  StringRef partName;
+  if (parser.parseKeyword(&partName))
+    return {};
+  std::optional<QuantPart> part = symbolizeQuantPart(partName);
+  if (!part) {
+    parser.emitError(partLoc) << "unknown quantized weight part '" << partName
+                              << "'; expected weight, scale, offset or global_scale";
+    return {};
+  }
+  QuantSchemeAttr scheme;
+  if (parser.parseComma() || parser.parseAttribute(scheme) || parser.parseGreater())
+    return {};
+  return parser.getChecked<WeightEncodingAttr>(partLoc, parser.getContext(), *part,
+                                               scheme);
+}
+
+void WeightEncodingAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyQuantPart(getPart()) << ", ";
+  printer.printAttribute(getScheme());
+  printer << ">";
+}
+
+LogicalResult
+WeightEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           QuantPart part, QuantSchemeAttr scheme) {
+  if (!scheme)
+    return emitError() << "#ingot.encoding needs a #ingot.quant scheme";
+  if (part == QuantPart::Offset && scheme.getKind() != QuantKind::Int4)
+    return emitError() << "only int4 has an offset (zero or min) part, not "
+                       << stringifyQuantKind(scheme.getKind());
+  if (part == QuantPart::GlobalScale && scheme.getKind() != QuantKind::NvFp4)
+    return emitError() << "only nvfp4 has a global_scale part, not "
+                       << stringifyQuantKind(scheme.getKind());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // RopeScalingAttr
 //===----------------------------------------------------------------------===//
 

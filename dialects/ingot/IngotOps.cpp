@@ -79,6 +79,52 @@ LogicalResult verifyNormParam(Operation *op, Type input, Type param,
   return success();
 }
 
+/// What the type of a quantized weight part must be under its scheme, or "" when
+/// `type` is fine. Shapes against the weight are left to `ingot.linear`'s verifier.
+StringRef encodedPartMismatch(WeightEncodingAttr encoding, RankedTensorType type) {
+  QuantKind kind = encoding.getScheme().getKind();
+  Type element = type.getElementType();
+  int64_t rank = type.getRank();
+  bool scalarF32 = element.isF32() && (rank == 0 || (rank == 1 && type.getDimSize(0) == 1));
+  bool floatScale = element.isF32() || element.isF16() || element.isBF16();
+  switch (encoding.getPart()) {
+  case QuantPart::Weight:
+    switch (kind) {
+    case QuantKind::PerTensor:
+    case QuantKind::PerChannel:
+      return rank == 2 && isa<Float8E4M3FNType>(element) ? "" : "an [N, K] f8E4M3FN tensor";
+    case QuantKind::NvFp4:
+    case QuantKind::MxFp4:
+      return rank == 2 && isa<Float4E2M1FNType>(element) ? "" : "an [N, K] f4E2M1FN tensor";
+    case QuantKind::Int4:
+      return rank == 2 && element.isInteger(4) ? "" : "an [N, K] i4 or ui4 tensor";
+    }
+    break;
+  case QuantPart::Scale:
+    switch (kind) {
+    case QuantKind::PerTensor:
+      return scalarF32 ? "" : "tensor<f32> or tensor<1xf32>";
+    case QuantKind::PerChannel:
+      return rank == 1 && element.isF32() ? "" : "an [N] f32 tensor";
+    case QuantKind::NvFp4:
+      return rank == 2 && isa<Float8E4M3FNType>(element) ? "" : "an [N, K/16] f8E4M3FN tensor";
+    case QuantKind::MxFp4:
+      return rank == 2 && isa<Float8E8M0FNUType>(element) ? ""
+                                                          : "an [N, K/32] f8E8M0FNU tensor";
+    case QuantKind::Int4:
+      return rank == 2 && floatScale ? "" : "an [N, K/group] f16, bf16 or f32 tensor";
+    }
+    break;
+  case QuantPart::Offset:
+    return rank == 2 && (floatScale || element.isInteger(4))
+               ? ""
+               : "an [N, K/group] f16, bf16, f32, i4 or ui4 tensor";
+  case QuantPart::GlobalScale:
+    return scalarF32 ? "" : "tensor<f32> or tensor<1xf32>";
+  }
+  return "";
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -93,6 +139,18 @@ LogicalResult WeightOp::verify() {
                          << getHandleAttr().getInt();
   if (!getResult().getType().hasStaticShape())
     return emitOpError() << "weight shape must be static, got "
+                         << getResult().getType();
+  if (WeightEncodingAttr encoding = getEncodingAttr()) {
+    StringRef expected = encodedPartMismatch(encoding, getResult().getType());
+    if (!expected.empty())
+      return emitOpError() << "the " << stringifyQuantPart(encoding.getPart()) << " of "
+                           << encoding.getScheme() << " must be " << expected << ", got "
+                           << getResult().getType();
+    if (getSourceQuantAttr())
+      return emitOpError() << "takes 'source_quant' or 'encoding', not both";
+  }
+  if (getSourceQuantAttr() && getResult().getType().getRank() != 2)
+    return emitOpError() << "'source_quant' describes [N, K] matrices, got "
                          << getResult().getType();
   return success();
 }

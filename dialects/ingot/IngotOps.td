@@ -29,12 +29,27 @@ def Ingot_WeightOp : Ingot_Op<"weight", [Pure]> {
     element type. The compiler never loads the data into the IR, so compiler
     memory does not grow with the model.
 
+    `source_quant` says the checkpoint stores the tensor quantized under that
+    scheme (e.g. GGUF Q4_1 blocks are `int4, group_size = 32, min`), so a
+    quantizing pass can keep its blocks exactly. `encoding` marks a tensor
+    derived from checkpoint tensor `handle` by quantization (several weights
+    may then share a handle); see `#ingot.encoding`.
+
     ```mlir
     %w = ingot.weight "model.layers.0.self_attn.q_proj.weight" {handle = 3 : i64} : tensor<576x576xbf16>
+    %q = ingot.weight "model.layers.0.mlp.up_proj.weight" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 7 : i64} : tensor<1536x576xf4E2M1FN>
     ```
   }];
-  let arguments = (ins StrAttr:$name, I64Attr:$handle);
+  let arguments = (ins StrAttr:$name, I64Attr:$handle,
+                       OptionalAttr<Ingot_QuantSchemeAttr>:$source_quant,
+                       OptionalAttr<Ingot_WeightEncodingAttr>:$encoding);
   let results = (outs AnyRankedTensor:$result);
+  let builders = [
+    // A plain checkpoint tensor (no source_quant, no encoding).
+    OpBuilder<(ins "::mlir::Type":$result, "::llvm::StringRef":$name, "uint64_t":$handle), [{
+      build($_builder, $_state, result, name, handle, nullptr, nullptr);
+    }]>
+  ];
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

@@ -74,6 +74,29 @@ int main(int argc, char** argv) {
   compile->add_flag("--random-weights", random_weights,
                     "Fill the weight blob with seeded pseudo-random values");
   compile->add_option("--seed", seed, "Seed for --dummy-weights / --random-weights");
+  std::string quant;
+  int64_t quant_group = 32;
+  std::vector<std::string> quant_skip;
+  compile->add_option("--quant", quant,
+                      "Quantize linear weights: int4 (group-wise, asymmetric; GGUF Q4_0/Q4_1 "
+                      "blocks kept exactly), fp8, nvfp4, mxfp4")
+      ->check(CLI::IsMember({"int4", "fp8", "nvfp4", "mxfp4"}));
+  compile->add_option("--quant-group", quant_group, "Elements per int4 scale: 32, 64, 128")
+      ->check(CLI::IsMember({32, 64, 128}));
+  compile->add_option("--quant-skip", quant_skip,
+                      "Keep weights whose name matches PATTERN (a glob, or a substring) "
+                      "unquantized; repeatable")
+      ->allow_extra_args(false);
+  std::string quant_scales = "absmax";
+  compile->add_option("--quant-scales", quant_scales,
+                      "NVFP4/MXFP4 block scales: absmax (from the block maximum) or mse (the "
+                      "nearby scale with the least squared error)")
+      ->check(CLI::IsMember({"absmax", "mse"}));
+  int32_t draft_layers = 0;
+  compile->add_option("--draft-layers", draft_layers,
+                      "Also build a draft program of the first N layers and the head, sharing "
+                      "the weights, for self-speculation (ingot serve --speculative self)")
+      ->check(CLI::PositiveNumber);
 
   // ingot run
   ingot::RunOptions run_options;
@@ -245,6 +268,11 @@ int main(int argc, char** argv) {
     options.randomWeights = random_weights;
     options.seed = seed;
     options.dtype = weight_dtype;
+    options.quant = quant;
+    options.quantGroupSize = quant_group;
+    options.quantSkip = quant_skip;
+    options.quantScales = quant_scales;
+    options.draftLayers = draft_layers;
     options.commandLine.assign(argv, argv + argc);
     return ingot::compiler::runCompile(options, std::cout, std::cerr);
 #else

@@ -1,4 +1,5 @@
 // ingot-opt: mlir-opt for the ingot dialect (parse, verify, run passes, print).
+#include "compiler/transforms/Passes.h"
 #include "dialects/ingot/IngotDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,6 +12,8 @@
 int main(int argc, char **argv) {
   // Generic passes that are useful on ingot modules (canonicalize, cse, ...).
   mlir::registerTransformsPasses();
+  // Ingot's own passes (ingot-quantize-weights, ...).
+  ingot::compiler::registerIngotCompilerPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::ingot::IngotDialect, mlir::func::FuncDialect,

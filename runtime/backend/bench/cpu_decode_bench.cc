@@ -8,7 +8,9 @@
 // through enough copies of W (>= 512 MiB) that no layer is served from cache, as in a real
 // decode step. Model: a dummy-weights artifact with SmolLM2-135M's shapes (30 layers,
 // hidden 576, 9 heads / 3 KV heads of 64, MLP 1536, vocab 49152, tied embeddings),
-// 64 tokens of prefill then timed decode; bytes per token = every linear and logits matrix.
+// 64 tokens of prefill then timed decode; bytes per token = every linear and logits matrix
+// (packed codes and scales for the quantized rows, whose embeddings and head stay bf16).
+// Quantized GEMVs on their own: quant_gemv_bench.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -79,7 +81,12 @@ GemvResult benchGemv(ThreadPool& pool, const CpuKernels& k, WeightType type, int
   a.T = 1;
   a.K = K;
   const LinearKernel kernel = k.linear[static_cast<int>(type)];
+  std::vector<uint16_t> xb(K);
   auto once = [&](int64_t c) {
+    if (k.bf16_activations && type == WeightType::kBF16) {  // as CpuBackend: once per call
+      k.round_to_bf16(x.data(), K, xb.data());
+      a.x_bf16 = xb.data();
+    }
     a.w = ws[c % copies].get();
     pool.parallelRanges(N, 4, [&](int64_t n0, int64_t n1) { kernel(a, n0, n1); });
   };
@@ -103,7 +110,8 @@ struct DecodeResult {
   uint64_t bytes = 0;
 };
 
-StatusOr<DecodeResult> benchModel(schema::DType dtype, int threads, int decode_tokens) {
+StatusOr<DecodeResult> benchModel(schema::DType dtype, schema::QuantKind quant, int threads,
+                                  int decode_tokens) {
   testing::LlamaProgramOptions o;
   o.vocab = 49152;
   o.hidden = 576;
@@ -115,6 +123,7 @@ StatusOr<DecodeResult> benchModel(schema::DType dtype, int threads, int decode_t
   o.max_context = 8192;
   o.rope_theta = 100000.0;
   o.weight_dtype = dtype;
+  o.linear_quant = quant;  // int4: groups of 32 with mins (GGUF Q4_1)
   o.dummy_weights = true;
   o.seed = 42;
   INGOT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, testing::buildLlamaArtifact(o));
@@ -186,15 +195,26 @@ int run(int argc, char** argv) {
                   static_cast<long>(s[1]), r.gbps, 100 * r.gbps / bw);
     }
   }
-  std::printf("\n%-6s %10s %12s %10s %8s\n", "model", "tokens/s", "MB/token", "GB/s", "ratio");
-  for (schema::DType dtype : {schema::DType::F32, schema::DType::BF16}) {
-    StatusOr<DecodeResult> r = benchModel(dtype, threads, quick ? 8 : 32);
+  std::printf("\n%-10s %10s %12s %10s %8s\n", "model", "tokens/s", "MB/token", "GB/s", "ratio");
+  // Quantized rows: every linear quantized, embeddings and the (tied) head bf16.
+  const struct {
+    const char* name;
+    schema::DType dtype;
+    schema::QuantKind quant;
+  } models[] = {{"F32", schema::DType::F32, schema::QuantKind::None},
+                {"BF16", schema::DType::BF16, schema::QuantKind::None},
+                {"int4", schema::DType::BF16, schema::QuantKind::Int4Group},
+                {"fp8", schema::DType::BF16, schema::QuantKind::PerChannel},
+                {"nvfp4", schema::DType::BF16, schema::QuantKind::Nvfp4},
+                {"mxfp4", schema::DType::BF16, schema::QuantKind::Mxfp4}};
+  for (const auto& m : models) {
+    StatusOr<DecodeResult> r = benchModel(m.dtype, m.quant, threads, quick ? 8 : 32);
     if (!r.ok()) {
       std::fprintf(stderr, "model bench failed: %s\n", r.status().message().c_str());
       return 1;
     }
-    std::printf("%-6s %10.1f %12.1f %10.1f %7.0f%%\n", schema::EnumNameDType(dtype),
-                r->tokens_per_s, r->bytes / 1e6, r->gbps, 100 * r->gbps / bw);
+    std::printf("%-10s %10.1f %12.1f %10.1f %7.0f%%\n", m.name, r->tokens_per_s, r->bytes / 1e6,
+                r->gbps, 100 * r->gbps / bw);
   }
   return 0;
 }

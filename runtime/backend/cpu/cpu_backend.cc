@@ -11,6 +11,7 @@
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/program_plan.h"
+#include "runtime/backend/cpu/quant_linear.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cpu/weight_store.h"
 
@@ -44,8 +45,9 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
     return unimplemented(std::string("cpu backend: this CPU does not support ") +
                          simdLevelName(level));
   b->kernels_ = &cpuKernels(level);
+  b->quant_kernels_ = &quantKernels(level);
   b->weights_ = std::make_unique<WeightStore>(artifact);
-  StatusOr<ProgramPlan> plan = planProgram(artifact, *b->weights_);
+  StatusOr<ProgramPlan> plan = planProgram(artifact, *b->weights_, options.program);
   if (!plan.ok()) return plan.status().withPrefix("cpu backend");
   b->plan_ = std::make_unique<ProgramPlan>(std::move(*plan));
 
@@ -153,6 +155,29 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
     if (args.T * N * args.K < kMinParallelMacs) kernel(args, 0, N);
     else pool.parallelRanges(N, kRowGrain, [&](int64_t n0, int64_t n1) { kernel(args, n0, n1); });
   };
+  // y [T, N] = x [T, K] w^T + bias for a quantized w: activations prepared once per call
+  // (the table's layout), then rows split over the pool as above.
+  auto quantizedLinear = [&](const QuantMatrix& w, const float* x, const float* bias, float* y) {
+    const QuantKernels& qk = *quant_kernels_;
+    const int64_t stride = qk.prepared_floats(w);
+    if (xq_.size() < static_cast<size_t>(T * stride)) xq_.resize(T * stride);
+    float* xq = xq_.data();
+    auto prepare = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) qk.prepare(w, x + t * w.K, xq + t * stride);
+    };
+    if (T * w.K < kMinParallelElements) prepare(0, T);
+    else pool.parallelRanges(T, 1, prepare);
+    QuantLinearArgs a;
+    a.w = &w;
+    a.xq = xq;
+    a.xq_stride = stride;
+    a.bias = bias;
+    a.y = y;
+    a.y_stride = w.N;
+    a.T = T;
+    if (T * w.N * w.K < kMinParallelMacs) qk.linear(a, 0, w.N);
+    else pool.parallelRanges(w.N, kRowGrain, [&](int64_t n0, int64_t n1) { qk.linear(a, n0, n1); });
+  };
 
   switch (s.op) {
     case OpKind::Embedding: {
@@ -176,6 +201,10 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
       return okStatus();
     }
     case OpKind::Linear: {
+      if (s.quantized) {
+        quantizedLinear(s.quant, bufferData(s.inputs[0]), s.bias, bufferData(s.outputs[0]));
+        return okStatus();
+      }
       LinearArgs a;
       a.K = s.weight.cols();
       a.x = bufferData(s.inputs[0]);

@@ -22,24 +22,31 @@ struct CpuBackendOptions {
   /// Kernel flavour; unset = the best the CPU supports (detectSimdLevel()). A level the
   /// CPU lacks is an error.
   std::optional<SimdLevel> simd;
+  /// Which of the artifact's programs to run: 0 = the main one; a draft program (built
+  /// from a subset of the layers for self-speculation) is 1 or more.
+  int32_t program = 0;
 };
 
 struct ProgramPlan;
+struct QuantKernels;
 class ThreadPool;
 class WeightStore;
 struct AttentionScratch;
 
 /// The reference backend. Executes programs[0] step by step (embedding, rms_norm,
-/// layer_norm, linear with f32/f16/bf16 weights, rope, kv_write, paged attention with the
-/// variant's mask/score bytecode, silu_mul, gelu_mul, add, logits). Weights are read
-/// straight from the artifact's mapping: the artifact must outlive the backend.
+/// layer_norm, linear with f32/f16/bf16 weights or quantized ones read from their packed
+/// bytes (u4 int4 group, fp8 per-channel/per-tensor, nvfp4, mxfp4), rope, kv_write, paged
+/// attention with the variant's mask/score bytecode, silu_mul, gelu_mul, add, logits).
+/// Weights are read straight from the artifact's mapping: the artifact must outlive the
+/// backend.
 /// One query token or many, alone or batched, give bitwise-identical logits for a request.
 /// Not thread-safe: one step at a time.
 class CpuBackend {
  public:
   /// Checks and lowers the program, maps the weights (or fills dummy ones) and allocates
   /// the KV pool [num_blocks, layers, 2, block_size, kv_heads, head_dim] (zeroed).
-  /// Quantized weights, non-f32 KV and unknown ops are reported here, not at step().
+  /// Quantized embeddings or heads, malformed or unsupported quantization schemes, non-f32
+  /// KV and unknown ops are reported here, not at step().
   static StatusOr<std::unique_ptr<CpuBackend>> create(const Artifact& artifact,
                                                       const CpuBackendOptions& options);
   ~CpuBackend();
@@ -64,7 +71,8 @@ class CpuBackend {
   /// for the scheduler's prefill cost model: 2 where bf16 linears multiply bf16
   /// activations (twice the f32 rate) while attention stays f32, else 1.
   double attentionMacCost() const;
-  /// Bytes of every linear and logits weight matrix: what one decode token must read.
+  /// Bytes of every linear and logits weight matrix (for quantized ones the packed codes
+  /// plus their scales): what one decode token must read.
   uint64_t matrixBytes() const;
   /// The KV pool (tests, debugging).
   const float* kvPool() const { return kv_pool_.data(); }
@@ -83,6 +91,9 @@ class CpuBackend {
   std::unique_ptr<AttentionScratch> attention_scratch_;
   /// Activations rounded to bf16 for kernels with bf16_activations.
   std::vector<uint16_t> x_bf16_;
+  /// Quantized linears: their kernels and the activations those prepare per call.
+  const QuantKernels* quant_kernels_ = nullptr;
+  std::vector<float> xq_;
   ModelShape shape_;
   int64_t num_kv_blocks_ = 0;
   std::vector<float> kv_pool_;

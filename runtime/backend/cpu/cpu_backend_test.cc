@@ -370,15 +370,21 @@ TEST(CpuBackendTest, RejectsBadStepsWithoutTouchingTheCache) {
   EXPECT_EQ(0, std::memcmp(before.data(), backend->kvPool(), before.size() * sizeof(float)));
 }
 
-TEST(CpuBackendTest, QuantizedWeightsAreRefusedAtCreate) {
+TEST(CpuBackendTest, AnFp8QProjRunsAndCountsItsPackedBytes) {
   LlamaProgramOptions o;
   o.fp8_first_q_proj = true;
   Artifact a = openLlama(o);
-  StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(a, {});
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(b.status().message().find("not supported"), std::string::npos)
-      << b.status().message();
+  Artifact dense = openLlama(LlamaProgramOptions{});
+  auto backend = makeBackend(a, 8, 2);
+  ASSERT_NE(backend, nullptr);
+  // One byte per q_proj weight and a 4-byte scale, where f32 takes four bytes per weight.
+  const uint64_t q = static_cast<uint64_t>(o.heads * o.head_dim * o.hidden);
+  EXPECT_EQ(backend->matrixBytes() + 3 * q - 4, makeBackend(dense, 8, 2)->matrixBytes());
+  std::mt19937 rng(6);
+  Sequence s{randomTokens(5, 256, rng), {0}};
+  std::vector<float> logits;
+  ASSERT_TRUE(backend->step(makeStep({&s}, {5}, 16), &logits).ok());
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
 }
 
 TEST(CpuBackendTest, DocumentMaskReadsAnExtraProgramInput) {

@@ -1,4 +1,4 @@
-// planProgram: validates programs[0] once at load so that step() never meets a surprise.
+// planProgram: validates a program (programs[0], the main one, by default) once at load so that step() never meets a surprise.
 #include "runtime/backend/cpu/program_plan.h"
 
 #include <algorithm>
@@ -44,6 +44,8 @@ class StepPlanner {
   Status needActivation(int32_t buffer, int64_t width, const char* what) const;
   Status needInput(int32_t buffer, int32_t expected, const char* what) const;
   StatusOr<WeightView> matrix(size_t i) const;
+  /// A linear step whose weights()[0] is quantized.
+  Status quantizedLinear(PlannedStep& step);
 
   const Artifact& artifact_;
   WeightStore& weights_;
@@ -83,10 +85,45 @@ Status StepPlanner::needInput(int32_t buffer, int32_t expected, const char* what
 }
 
 StatusOr<WeightView> StepPlanner::matrix(size_t i) const {
-  StatusOr<WeightView> w = weights_.dense(def_->weights()->Get(i));
+  const int32_t index = def_->weights()->Get(i);
+  if (weights_.isQuantized(index)) {
+    const schema::TensorDef& t = artifact_.tensor(index);
+    return unimplemented(where_ + "weight '" + t.name()->str() + "' is quantized (" +
+                         schema::EnumNameQuantKind(t.quant()->kind()) +
+                         "): the CPU backend runs quantized weights only in linear layers "
+                         "(embeddings and the output head stay unquantized)");
+  }
+  StatusOr<WeightView> w = weights_.dense(index);
   if (!w.ok()) return w.status().withPrefix(where_.substr(0, where_.size() - 2));
   if (w->shape.size() != 2) return fail("weight '" + w->name + "' is not a matrix");
   return w;
+}
+
+Status StepPlanner::quantizedLinear(PlannedStep& step) {
+  StatusOr<QuantizedWeight> q = weights_.quantized(def_->weights()->Get(0));
+  if (!q.ok()) return q.status().withPrefix(where_.substr(0, where_.size() - 2));
+  const QuantMatrix& m = q->matrix;
+  step.quantized = true;
+  step.quant = m;
+  step.weight.name = q->name;
+  step.weight.shape = {m.N, m.K};
+  INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], m.K, "input"));
+  INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], m.N, "output"));
+  // The other weights are the scheme's scale tensors (as the compiler lists them after the
+  // matrix) and at most one bias.
+  for (uint32_t i = 1; i < def_->weights()->size(); ++i) {
+    const int32_t t = def_->weights()->Get(i);
+    if (t == q->scale_tensor || t == q->zero_tensor || t == q->global_scale_tensor) continue;
+    if (step.bias)
+      return fail("weight #" + str(t) + " is neither a scale of '" + q->name + "' nor its bias");
+    INGOT_ASSIGN_OR_RETURN(WeightView b, weights_.dense(t));
+    if (b.elements() != m.N)
+      return fail("bias '" + b.name + "' has " + str(b.elements()) + " elements for " + str(m.N) +
+                  " outputs");
+    INGOT_ASSIGN_OR_RETURN(step.bias, weights_.asF32(t));
+  }
+  plan_.matrix_bytes += m.bytes();
+  return okStatus();
 }
 
 Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
@@ -130,9 +167,10 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
     }
     case OpKind::Linear: {
       const size_t w = def.weights() ? def.weights()->size() : 0;
-      if (w > 2) return unimplemented(where_ + "linear layers with scale tensors (quantized) "
-                                               "are not supported by the CPU backend yet");
-      INGOT_RETURN_IF_ERROR(needCounts(1, 1, 1, 2));
+      INGOT_RETURN_IF_ERROR(needCounts(1, 1, 1, 4));  // weight, bias, up to two scales
+      if (weights_.isQuantized(def.weights()->Get(0))) return quantizedLinear(step);
+      if (w > 2) return fail("an unquantized linear takes a weight and a bias, found " + str(w) +
+                             " weights");
       INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
       INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], step.weight.cols(), "input"));
       INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], step.weight.rows(), "output"));
@@ -268,11 +306,15 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
 
 }  // namespace
 
-StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights) {
+StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights,
+                                  int32_t program_index) {
   const schema::Manifest& m = artifact.manifest();
   if (!m.programs() || m.programs()->size() == 0) return invalidArgument("artifact has no program");
   if (!m.config()) return invalidArgument("artifact has no model config");
-  const schema::ProgramDef& program = *m.programs()->Get(0);
+  if (program_index < 0 || static_cast<uint32_t>(program_index) >= m.programs()->size())
+    return invalidArgument("artifact has no program " + std::to_string(program_index) + " (it has " +
+                           std::to_string(m.programs()->size()) + ")");
+  const schema::ProgramDef& program = *m.programs()->Get(program_index);
   ProgramPlan plan;
   plan.vocab_size = m.config()->vocab_size();
   const auto* buffers = program.buffers();

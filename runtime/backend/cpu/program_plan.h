@@ -43,6 +43,9 @@ struct PlannedStep {
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;
   WeightView weight;              ///< linear / embedding / logits matrix
+  /// A linear layer with a quantized weight: read through `quant` (weight has its shape only).
+  bool quantized = false;
+  QuantMatrix quant;
   const float* bias = nullptr;    ///< linear bias, layer_norm beta
   const float* norm = nullptr;    ///< rms_norm / layer_norm gamma
   float epsilon = 1e-5f;
@@ -72,8 +75,10 @@ struct ProgramPlan {
 
 /// Checks programs[0] against the serving-step contract and the model config (buffer
 /// kinds, widths, weight shapes, params, that every activation is written before it is
-/// read) and lowers it. Errors name the step; quantized weights, non-f32 KV caches and
-/// unknown ops are "not supported yet".
-StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights);
+/// read) and lowers it. Errors name the step; quantized embeddings or output heads,
+/// quantization schemes the kernels lack, non-f32 KV caches and unknown ops are "not
+/// supported (yet)".
+StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights,
+                                  int32_t program_index = 0);
 
 }  // namespace ingot

@@ -6,6 +6,9 @@
 #include <random>
 
 #include "compiler/artifact/ArtifactWriter.h"
+#include "runtime/backend/cpu/half_float.h"
+#include "runtime/backend/cpu/quant_formats.h"
+#include "compiler/artifact/DraftProgram.h"
 #include "runtime/attention/region_examples.h"
 
 namespace ingot::testing {
@@ -60,6 +63,9 @@ class Builder {
     }
     return writer_.addTensor(std::move(spec), std::move(data));
   }
+  /// A quantized [n, k] linear weight (o_.linear_quant) and its scale tensors; returns the
+  /// tensor indices, the matrix first.
+  std::vector<int32_t> quantizedWeight(const std::string& name, int64_t n, int64_t k);
   int32_t buffer(const std::string& name, int64_t width) {
     program_.buffers.push_back({name + "." + std::to_string(next_++), BufferKind::Activation,
                                 DType::F32, {-1, width}});
@@ -84,6 +90,138 @@ class Builder {
   Program program_;
   int next_ = 0;
 };
+
+std::vector<int32_t> Builder::quantizedWeight(const std::string& name, int64_t n, int64_t k) {
+  using schema::QuantKind;
+  const QuantKind kind = o_.linear_quant;
+  const bool int4 = kind == QuantKind::Int4Group;
+  const bool fp4 = kind == QuantKind::Nvfp4 || kind == QuantKind::Mxfp4;
+  const bool perChannel = kind == QuantKind::PerChannel;
+  const int64_t block = int4 ? o_.quant_group : kind == QuantKind::Nvfp4 ? 16 : fp4 ? 32 : k;
+  const int64_t groups = k / block;
+  const float amp = 1.0f / std::sqrt(static_cast<float>(k));
+  const float jitter = 0.75f;  // scales vary in [0.75, 1.25] of nominal
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+
+  // Dummy weights: the tensors without bytes (no draws; the backend fills them).
+  const int64_t numScales = perChannel ? n : kind == QuantKind::PerTensor ? 1 : n * groups;
+  const bool dummyOnly = o_.dummy_weights;
+  // Codes, then per-block (or per-channel) scale and offset values, all drawn first.
+  std::vector<uint8_t> codes(dummyOnly ? 0 : n * k);  // one per byte, packed when written
+  for (uint8_t& c : codes) {
+    const float u = unit(rng_);
+    c = int4  ? static_cast<uint8_t>(std::min(15.0f, 16.0f * u))
+        : fp4 ? f32ToE2m1(6.0f * (2.0f * u - 1.0f))
+              : f32ToE4m3fn(448.0f * (2.0f * u - 1.0f));
+  }
+  const int64_t drawn = dummyOnly ? 0 : numScales;
+  std::vector<float> scales(drawn), offsets(int4 ? drawn : 0);
+  std::vector<uint8_t> scaleCodes(fp4 ? drawn : 0);
+  const int mxBase = 127 + static_cast<int>(std::lround(std::log2(amp / 6.0f)));
+  const float global = kind == QuantKind::Nvfp4 ? amp / 6.0f : 1.0f;
+  // int4 scale and offset values as stored (rounded to quant_scale_dtype).
+  auto stored = [&](float v) {
+    const DType t = o_.quant_scale_dtype;
+    return t == DType::F32 ? v : t == DType::BF16 ? bf16ToF32(toBf16(v)) : f16ToF32(toF16(v));
+  };
+  for (int64_t i = 0; i < drawn; ++i) {
+    const float u = unit(rng_);
+    switch (kind) {
+      case QuantKind::Int4Group: {
+        scales[i] = stored(2.0f / 15.0f * amp * (jitter + 0.5f * u));
+        const float v = unit(rng_);
+        offsets[i] = stored(o_.quant_zero_kind == schema::ZeroKind::Min
+                                ? -amp * (jitter + 0.5f * v) : 7.0f + v);
+        break;
+      }
+      case QuantKind::Nvfp4:
+        scaleCodes[i] = f32ToE4m3fn(jitter + 0.5f * u);
+        scales[i] = e4m3fnToF32(scaleCodes[i]);
+        break;
+      case QuantKind::Mxfp4:
+        scaleCodes[i] = static_cast<uint8_t>(mxBase - (u < 0.3f ? 1 : 0));
+        scales[i] = e8m0ToF32(scaleCodes[i]);
+        break;
+      default:
+        scales[i] = amp / 448.0f * (jitter + 0.5f * u);
+        break;
+    }
+  }
+
+  if (o_.dequantized_linears) {
+    if (dummyOnly) return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1})};
+    std::vector<uint8_t> data(n * k * 4);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        const uint8_t q = codes[r * k + c];
+        const int64_t g = perChannel                      ? r
+                          : kind == QuantKind::PerTensor ? 0
+                                                         : r * groups + c / block;
+        double w;
+        if (int4) {
+          w = o_.quant_zero_kind == schema::ZeroKind::Min
+                  ? static_cast<double>(scales[g]) * q + offsets[g]
+                  : static_cast<double>(scales[g]) * (q - static_cast<double>(offsets[g]));
+        } else if (fp4) {
+          w = static_cast<double>(e2m1ToF32(q)) * scales[g] * global;
+        } else {
+          w = static_cast<double>(e4m3fnToF32(q)) * scales[g];
+        }
+        const float f = static_cast<float>(w);
+        std::memcpy(&data[(r * k + c) * 4], &f, 4);
+      }
+    return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1}, std::move(data))};
+  }
+
+  auto add = [&](TensorSpec spec, std::vector<uint8_t> bytes) {
+    return o_.dummy_weights ? writer_.addTensor(std::move(spec))
+                            : writer_.addTensor(std::move(spec), std::move(bytes));
+  };
+  auto f32Bytes = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  auto groupBytes = [&](const std::vector<float>& v) {
+    const DType t = o_.quant_scale_dtype;
+    if (t == DType::F32) return f32Bytes(v);
+    std::vector<uint8_t> b(v.size() * 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint16_t h = t == DType::BF16 ? toBf16(v[i]) : toF16(v[i]);
+      std::memcpy(&b[2 * i], &h, 2);
+    }
+    return b;
+  };
+  const int32_t self = static_cast<int32_t>(writer_.numTensors());
+  QuantScheme scheme;
+  scheme.kind = kind;
+  scheme.blockSize = int4 || fp4 ? static_cast<uint32_t>(block) : 0;
+  scheme.zeroKind = int4 ? o_.quant_zero_kind : schema::ZeroKind::None;
+  scheme.scaleTensor = self + 1;
+  if (int4) scheme.zeroTensor = self + 2;
+  if (kind == QuantKind::Nvfp4) scheme.globalScaleTensor = self + 2;
+  std::vector<uint8_t> packed(int4 || fp4 ? (n * k + 1) / 2 : n * k, 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(codes.size()); ++i) {
+    if (int4 || fp4) packed[i / 2] |= static_cast<uint8_t>((i & 1) ? codes[i] << 4 : codes[i]);
+    else packed[i] = codes[i];
+  }
+  const DType codeType = int4 ? DType::U4 : fp4 ? DType::F4E2M1FN : DType::F8E4M3FN;
+  std::vector<int32_t> out = {add({name, codeType, {n, k}, scheme, -1}, std::move(packed))};
+  if (int4) {
+    out.push_back(add({name + ".scale", o_.quant_scale_dtype, {n, groups}, {}, -1},
+                      groupBytes(scales)));
+    out.push_back(add({name + ".zero", o_.quant_scale_dtype, {n, groups}, {}, -1},
+                      groupBytes(offsets)));
+  } else if (fp4) {
+    const DType st = kind == QuantKind::Nvfp4 ? DType::F8E4M3FN : DType::F8E8M0FNU;
+    out.push_back(add({name + ".scale", st, {n, groups}, {}, -1}, std::move(scaleCodes)));
+    if (kind == QuantKind::Nvfp4)
+      out.push_back(add({name + ".global_scale", DType::F32, {1}, {}, -1}, f32Bytes({global})));
+  } else {
+    out.push_back(add({name + ".scale", DType::F32, {numScales}, {}, -1}, f32Bytes(scales)));
+  }
+  return out;
+}
 
 StatusOr<std::vector<uint8_t>> Builder::build() {
   const int64_t D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
@@ -117,7 +255,9 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   }
   std::vector<int32_t> extras;
   for (size_t i = 0; i < o_.extra_input_ranks.size(); ++i) {
-    program_.buffers.push_back({"extra" + std::to_string(i), BufferKind::Input, DType::I32,
+    const std::string name = i < o_.extra_input_names.size() ? o_.extra_input_names[i]
+                                                              : "extra" + std::to_string(i);
+    program_.buffers.push_back({name, BufferKind::Input, DType::I32,
                                 std::vector<int64_t>(o_.extra_input_ranks[i], -1)});
     extras.push_back(static_cast<int32_t>(program_.buffers.size() - 1));
   }
@@ -138,6 +278,13 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::vector<Param> layer = {{"layer", l, 0}};
     auto linear = [&](int32_t x, const std::string& name, int64_t n, int64_t k, bool bias) {
+      if (o_.linear_quant != schema::QuantKind::None) {
+        std::vector<int32_t> q = quantizedWeight(p + name + ".weight", n, k);
+        std::vector<int32_t> w = {q[0]};
+        if (bias) w.push_back(weight(p + name + ".bias", {n}, true));
+        w.insert(w.end(), q.begin() + 1, q.end());
+        return step(OpKind::Linear, {x}, n, w, {}, "linear");
+      }
       std::vector<int32_t> w = {weight(p + name + ".weight", {n, k}, false)};
       if (bias) w.push_back(weight(p + name + ".bias", {n}, true));
       return step(OpKind::Linear, {x}, n, w, {}, "linear");
@@ -200,7 +347,14 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   const int32_t table = o_.tie_embeddings ? embed : weight("lm_head.weight", {o_.vocab, D}, false);
   const int32_t logits = step(OpKind::Logits, {hn, 7}, o_.vocab, {table}, {}, "logits");
   program_.buffers[logits].kind = BufferKind::Output;
-  writer_.addProgram(std::move(program_));
+  if (o_.draft_layers > 0) {
+    StatusOr<Program> draft = earlyExitDraftProgram(program_, o_.draft_layers);
+    if (!draft.ok()) return draft.status();
+    writer_.addProgram(std::move(program_));
+    writer_.addProgram(std::move(*draft));
+  } else {
+    writer_.addProgram(std::move(program_));
+  }
   return writer_.writeToBuffer();
 }
 

@@ -40,11 +40,30 @@ struct LlamaProgramOptions {
   std::vector<uint8_t> score_bytecode;
   bool causal = true;
   /// Layer 0's q_proj as an FP8 (f8E4M3FN) weight with a per-tensor scale, as a quantized
-  /// compile would write it (for "not supported yet" tests; bytes are arbitrary).
+  /// compile would write it (every code 1.0, scale 1).
   bool fp8_first_q_proj = false;
   /// Extra attention operands, added as program inputs 8, 9, ... (i32 tensors of the
   /// given rank, all dims dynamic).
   std::vector<int> extra_input_ranks;
+  /// Names of the extra inputs (default "extra0", "extra1", ...); the engine recognizes
+  /// "tree_start" and "tree_bits".
+  std::vector<std::string> extra_input_names;
+  /// > 0: also programs[1], the early-exit draft of this many layers (self-speculation).
+  int32_t draft_layers = 0;
+  /// Every q/k/v/o and gate/up/down weight quantized with this scheme, as a quantized
+  /// compile writes it: the codes, then "<name>.scale" and "<name>.zero" (Int4Group) or
+  /// "<name>.global_scale" (Nvfp4), listed after the matrix and bias among the step's
+  /// weights. Blob values: random codes with scales that keep the weights about as large
+  /// as the dense ones. Embeddings, norms, biases and the head keep weight_dtype.
+  schema::QuantKind linear_quant = schema::QuantKind::None;
+  /// Int4Group: the group size, the offset kind and the scale/zero dtype (F16, BF16, F32).
+  uint32_t quant_group = 32;
+  schema::ZeroKind quant_zero_kind = schema::ZeroKind::Min;
+  schema::DType quant_scale_dtype = schema::DType::F16;
+  /// With linear_quant: write those weights as f32 holding their dequantized values (the
+  /// same random draws, so every other tensor is the same too): the quantized model's
+  /// dense twin.
+  bool dequantized_linears = false;
 };
 
 /// Writes the artifact into memory.

@@ -1195,3 +1195,75 @@ func.func @f(%t: i1) {
   // expected-error @+1 {{'ingot.yield' op expects parent op 'ingot.attention'}}
   ingot.yield %t : i1
 }
+
+// -----
+
+// weight encoding: unknown part
+func.func @f() {
+  // expected-error @+1 {{unknown quantized weight part 'zeros'; expected weight, scale, offset or global_scale}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<zeros, #ingot.quant<int4, group_size = 32, zero>>, handle = 0 : i64} : tensor<4x1xf16>
+  return
+}
+
+// -----
+
+// weight encoding: an offset only for int4
+func.func @f() {
+  // expected-error @+1 {{only int4 has an offset (zero or min) part, not nvfp4}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<offset, #ingot.quant<nvfp4>>, handle = 0 : i64} : tensor<4x2xf16>
+  return
+}
+
+// -----
+
+// weight encoding: a global scale only for nvfp4
+func.func @f() {
+  // expected-error @+1 {{only nvfp4 has a global_scale part, not mxfp4}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<global_scale, #ingot.quant<mxfp4>>, handle = 0 : i64} : tensor<1xf32>
+  return
+}
+
+// -----
+
+// weight encoding: the packed weight's element type follows the scheme
+func.func @f() {
+  // expected-error @+1 {{the weight of #ingot.quant<mxfp4> must be an [N, K] f4E2M1FN tensor, got 'tensor<4x32xui4>'}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 0 : i64} : tensor<4x32xui4>
+  return
+}
+
+// -----
+
+// weight encoding: mxfp4 scales are E8M0
+func.func @f() {
+  // expected-error @+1 {{the scale of #ingot.quant<mxfp4> must be an [N, K/32] f8E8M0FNU tensor}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<scale, #ingot.quant<mxfp4>>, handle = 0 : i64} : tensor<4x1xf8E4M3FN>
+  return
+}
+
+// -----
+
+// weight encoding: the nvfp4 global scale is one f32
+func.func @f() {
+  // expected-error @+1 {{the global_scale of #ingot.quant<nvfp4> must be tensor<f32> or tensor<1xf32>}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<global_scale, #ingot.quant<nvfp4>>, handle = 0 : i64} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// weight: source_quant and encoding exclude each other
+func.func @f() {
+  // expected-error @+1 {{takes 'source_quant' or 'encoding', not both}}
+  %w = ingot.weight "w" {encoding = #ingot.encoding<weight, #ingot.quant<int4, group_size = 32, min>>, handle = 0 : i64, source_quant = #ingot.quant<int4, group_size = 32, min>} : tensor<4x32xui4>
+  return
+}
+
+// -----
+
+// weight: source_quant describes matrices
+func.func @f() {
+  // expected-error @+1 {{'source_quant' describes [N, K] matrices}}
+  %w = ingot.weight "w" {handle = 0 : i64, source_quant = #ingot.quant<int4, group_size = 32, min>} : tensor<64xf32>
+  return
+}

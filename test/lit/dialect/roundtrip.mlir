@@ -222,3 +222,19 @@ func.func @elementwise_and_logits(%a: tensor<?x128xf32>, %b: tensor<?x128xf32>, 
   %4 = ingot.logits %s, %wb, %rows2 : tensor<3x64xbf16>, tensor<256x64xbf16>, tensor<2xi32> -> tensor<2x256xf32>
   return
 }
+
+// CHECK-LABEL: func.func @quantized_weights
+func.func @quantized_weights(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: ingot.weight "model.layers.0.mlp.up_proj.weight" {handle = 7 : i64, source_quant = #ingot.quant<int4, group_size = 32, min>} : tensor<64x64xbf16>
+  %src = ingot.weight "model.layers.0.mlp.up_proj.weight" {handle = 7 : i64, source_quant = #ingot.quant<int4, group_size = 32, min>} : tensor<64x64xbf16>
+  // CHECK: ingot.weight "q.weight" {encoding = #ingot.encoding<weight, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<64x64xf4E2M1FN>
+  %w = ingot.weight "q.weight" {encoding = #ingot.encoding<weight, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<64x64xf4E2M1FN>
+  // CHECK: ingot.weight "q.weight_scale" {encoding = #ingot.encoding<scale, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<64x4xf8E4M3FN>
+  %s = ingot.weight "q.weight_scale" {encoding = #ingot.encoding<scale, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<64x4xf8E4M3FN>
+  // CHECK: ingot.weight "q.weight_global_scale" {encoding = #ingot.encoding<global_scale, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<1xf32>
+  %g = ingot.weight "q.weight_global_scale" {encoding = #ingot.encoding<global_scale, #ingot.quant<nvfp4>>, handle = 3 : i64} : tensor<1xf32>
+  // CHECK: ingot.weight "k.weight_min" {encoding = #ingot.encoding<offset, #ingot.quant<int4, group_size = 64, min>>, handle = 4 : i64} : tensor<64x1xf16>
+  %m = ingot.weight "k.weight_min" {encoding = #ingot.encoding<offset, #ingot.quant<int4, group_size = 64, min>>, handle = 4 : i64} : tensor<64x1xf16>
+  %y = ingot.linear %x, %w scales(%s, %g : tensor<64x4xf8E4M3FN>, tensor<1xf32>) {quant = #ingot.quant<nvfp4>} : tensor<?x64xf32>, tensor<64x64xf4E2M1FN> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

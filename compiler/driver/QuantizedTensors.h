@@ -1,0 +1,51 @@
+//===- QuantizedTensors.h - weights quantized while the artifact is written -*- C++ -*-===//
+//
+// The bytes of the tensors `ingot-quantize-weights` derives from checkpoint tensors (an
+// `ingot.weight` with an `#ingot.encoding`): each source tensor is read and encoded once,
+// when the first of its parts is written, and dropped once all its parts are written. The
+// writer writes tensors in module order and a weight's parts are adjacent, so about one
+// encoded tensor is alive at a time. GGUF Q4_0 / Q4_1 tensors asked for as int4 with
+// group 32 are re-packed from their blocks, bit for bit, instead of re-quantized.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compiler/import/ImportedModel.h"
+#include "compiler/quant/WeightEncoders.h"
+
+namespace ingot::compiler {
+
+/// Which tensor of an encoded weight an artifact tensor is.
+enum class EncodedPart { Weight, Scale, Offset, GlobalScale };
+
+class QuantizedTensors {
+public:
+  /// `scales` chooses NVFP4 / MXFP4 block scales (see quant::ScaleChoice).
+  explicit QuantizedTensors(const importer::ImportedModel &model,
+                            quant::ScaleChoice scales = quant::ScaleChoice::Absmax);
+  ~QuantizedTensors();
+
+  /// The producer of `part` of checkpoint tensor `handle` under `encoding` (`group` for
+  /// int4). Fails when the source is not a matrix the encoding can hold, or when `dtype`
+  /// and `shape` are not what the part is.
+  StatusOr<TensorProducer> producer(uint64_t handle, quant::WeightEncoding encoding,
+                                    int64_t group, EncodedPart part, schema::DType dtype,
+                                    const std::vector<int64_t> &shape);
+
+  /// Weights registered so far that copy GGUF Q4 blocks exactly.
+  size_t numExact() const;
+
+  /// True when `encoding` of `tensor` re-packs its GGUF blocks instead of re-quantizing.
+  static bool isExact(const importer::ImportedTensor &tensor, quant::WeightEncoding encoding,
+                      int64_t group);
+
+private:
+  struct State;
+  std::shared_ptr<State> state;
+};
+
+} // namespace ingot::compiler

@@ -1,0 +1,145 @@
+//===- QuantizedTensorsTest.cpp - weights quantized at write time, from real GGUF files -===//
+#include "compiler/driver/QuantizedTensors.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "compiler/import/GgufImporter.h"
+
+namespace ingot::compiler {
+namespace {
+
+using quant::WeightEncoding;
+
+/// Runs a producer and returns the bytes it streams.
+std::vector<uint8_t> produce(const StatusOr<TensorProducer> &producer) {
+  EXPECT_TRUE(producer.ok()) << producer.status().message();
+  std::vector<uint8_t> bytes;
+  if (!producer.ok())
+    return bytes;
+  Status status = (*producer)([&](const void *data, uint64_t size) {
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    bytes.insert(bytes.end(), p, p + size);
+    return okStatus();
+  });
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+uint32_t bitsOf(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+/// Quantizes every Q4 tensor of `path` to int4/32 through QuantizedTensors (the path
+/// `ingot compile --quant int4` takes) and checks the decoded artifact tensors against the
+/// importer's f32 values (ggml's dequantization, Q/K rows un-permuted) bit for bit.
+void expectExactInt4Import(const std::string &path, size_t minTensors) {
+  StatusOr<importer::ImportedModel> model = importer::importGguf(path, {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  QuantizedTensors quantized(*model);
+  size_t checked = 0;
+  for (uint64_t handle = 0; handle < model->tensors.size(); ++handle) {
+    const importer::ImportedTensor &t = model->tensors[handle];
+    if (t.sourceQuant == importer::SourceQuant::None)
+      continue;
+    WeightEncoding encoding = t.sourceQuant == importer::SourceQuant::GgufQ4_1
+                                  ? WeightEncoding::Int4Min
+                                  : WeightEncoding::Int4Zero;
+    const int64_t n = t.shape[0], k = t.shape[1];
+    ASSERT_TRUE(QuantizedTensors::isExact(t, encoding, 32)) << t.name;
+    auto weight = quantized.producer(handle, encoding, 32, EncodedPart::Weight,
+                                     schema::DType::U4, {n, k});
+    auto scale = quantized.producer(handle, encoding, 32, EncodedPart::Scale,
+                                    schema::DType::F16, {n, k / 32});
+    auto offset = quantized.producer(handle, encoding, 32, EncodedPart::Offset,
+                                     schema::DType::F16, {n, k / 32});
+    quant::EncodedWeight e;
+    e.weight = produce(weight);
+    e.scale = produce(scale);
+    e.offset = produce(offset);
+    std::vector<float> decoded(static_cast<size_t>(n * k), NAN), expected;
+    ASSERT_TRUE(quant::decodeWeight(e, n, k, encoding, 32, decoded.data()).ok()) << t.name;
+    ASSERT_TRUE(t.readF32(expected).ok()) << t.name;
+    ASSERT_EQ(expected.size(), decoded.size());
+    for (size_t i = 0; i < decoded.size(); ++i)
+      ASSERT_EQ(bitsOf(decoded[i]), bitsOf(expected[i])) << t.name << " element " << i;
+    ++checked;
+  }
+  EXPECT_GE(checked, minTensors);
+  EXPECT_EQ(quantized.numExact(), checked);
+}
+
+TEST(QuantizedTensorsTest, TinyQ4GgufInt4DecodesExactlyAsGgml) {
+  expectExactInt4Import(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", 14);
+}
+
+TEST(QuantizedTensorsTest, SmolLM2Int4DecodesExactlyAsGgml) {
+  const char *path = std::getenv("INGOT_SMOLLM2_GGUF");
+  if (!path || !*path)
+    GTEST_SKIP() << "set INGOT_SMOLLM2_GGUF to SmolLM2-135M-Instruct.Q4_1.gguf to run this test";
+  expectExactInt4Import(path, 210);
+}
+
+TEST(QuantizedTensorsTest, EncodesOtherSourcesFromFloatsInAnyPartOrder) {
+  StatusOr<importer::ImportedModel> model =
+      importer::importGguf(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  int32_t down = model->find("model.layers.1.mlp.down_proj.weight"); // Q8_0: not exact
+  ASSERT_GE(down, 0);
+  const importer::ImportedTensor &t = model->tensors[down];
+  ASSERT_EQ(t.sourceQuant, importer::SourceQuant::None);
+  QuantizedTensors quantized(*model);
+  const int64_t n = t.shape[0], k = t.shape[1];
+  auto global = quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::GlobalScale,
+                                   schema::DType::F32, {1});
+  auto scale = quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Scale,
+                                  schema::DType::F8E4M3FN, {n, k / 16});
+  auto weight = quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Weight,
+                                   schema::DType::F4E2M1FN, {n, k});
+  quant::EncodedWeight e;
+  e.scale = produce(scale); // written out of order: the entry lives until its last part
+  e.weight = produce(weight);
+  e.globalScale = produce(global);
+  EXPECT_EQ(quantized.numExact(), 0u);
+  std::vector<float> decoded(static_cast<size_t>(n * k)), values;
+  ASSERT_TRUE(quant::decodeWeight(e, n, k, WeightEncoding::Nvfp4, 0, decoded.data()).ok());
+  ASSERT_TRUE(t.readF32(values).ok());
+  float absmax = 0, worst = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    absmax = std::max(absmax, std::fabs(values[i]));
+    worst = std::max(worst, std::fabs(values[i] - decoded[i]));
+  }
+  EXPECT_GT(absmax, 0.0f);
+  EXPECT_LT(worst, absmax / 6.0f); // at most one E2M1 step of the largest block scale
+}
+
+TEST(QuantizedTensorsTest, RejectsPartsOfTheWrongTypeOrShape) {
+  StatusOr<importer::ImportedModel> model =
+      importer::importGguf(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  QuantizedTensors quantized(*model);
+  int32_t q = model->find("model.layers.0.self_attn.q_proj.weight"); // [64, 64]
+  int32_t norm = model->find("model.norm.weight");
+  EXPECT_FALSE(quantized.producer(q, WeightEncoding::Int4Min, 32, EncodedPart::Weight,
+                                  schema::DType::I4, {64, 64}).ok());
+  EXPECT_FALSE(quantized.producer(q, WeightEncoding::Int4Min, 32, EncodedPart::Scale,
+                                  schema::DType::F16, {64, 1}).ok());
+  EXPECT_FALSE(quantized.producer(q, WeightEncoding::Mxfp4, 32, EncodedPart::Offset,
+                                  schema::DType::F16, {64, 2}).ok());
+  EXPECT_FALSE(quantized.producer(q, WeightEncoding::Int4Min, 48, EncodedPart::Weight,
+                                  schema::DType::U4, {64, 64}).ok());
+  EXPECT_FALSE(quantized.producer(norm, WeightEncoding::Fp8PerChannel, 0, EncodedPart::Weight,
+                                  schema::DType::F8E4M3FN, {64}).ok());
+  EXPECT_FALSE(quantized.producer(9999, WeightEncoding::Fp8PerChannel, 0, EncodedPart::Weight,
+                                  schema::DType::F8E4M3FN, {64, 64}).ok());
+  EXPECT_TRUE(quantized.producer(q, WeightEncoding::Int4Min, 64, EncodedPart::Scale,
+                                 schema::DType::F16, {64, 1}).ok());
+}
+
+} // namespace
+} // namespace ingot::compiler
