@@ -481,11 +481,18 @@ private:
   /// Checks the serving-step signature the runtime relies on (see kStepInputs).
   mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func) {
     mlir::FunctionType type = func.getFunctionType();
-    if (type.getNumInputs() != kStepInputs.size())
-      return func.emitError() << "a serving step takes " << kStepInputs.size()
+    if (type.getNumInputs() < kStepInputs.size())
+      return func.emitError() << "a serving step takes at least " << kStepInputs.size()
                               << " arguments (tokens, positions, cache, block_tables, "
                                  "seq_lens, query_start, slot_mapping, logit_rows), found "
                               << type.getNumInputs();
+    // Arguments after the eight are extra inputs of attention regions (tree masks,
+    // document ids): tensors the regions can load.
+    for (unsigned i = kStepInputs.size(); i < type.getNumInputs(); ++i)
+      if (!llvm::isa<mlir::RankedTensorType>(type.getInput(i)))
+        return func.emitError() << "serving-step argument " << i
+                                << " (an extra attention input) must be a ranked tensor, found "
+                                << type.getInput(i);
     for (auto [i, input] : llvm::enumerate(kStepInputs)) {
       mlir::Type t = type.getInput(i);
       bool ok;
@@ -514,9 +521,17 @@ private:
   mlir::LogicalResult lowerProgram(mlir::func::FuncOp func, Program &program) {
     if (failed(verifyStepSignature(func)))
       return failure();
-    for (mlir::BlockArgument arg : func.getArguments())
-      addBuffer(program, arg, kStepInputs[arg.getArgNumber()].name,
-                schema::BufferKind::Input);
+    for (mlir::BlockArgument arg : func.getArguments()) {
+      const unsigned i = arg.getArgNumber();
+      std::string name;
+      if (i < kStepInputs.size())
+        name = kStepInputs[i].name;
+      else if (auto attr = func.getArgAttrOfType<mlir::StringAttr>(i, "ingot.input_name"))
+        name = attr.str();
+      else
+        name = "extra" + std::to_string(i - kStepInputs.size());
+      addBuffer(program, arg, std::move(name), schema::BufferKind::Input);
+    }
     for (mlir::Operation &op : func.getBody().front()) {
       if (llvm::isa<mlir::ingot::WeightOp>(op))
         continue;

@@ -49,7 +49,11 @@ public:
                                         cfg.kvBlockSize, kvElement);
     auto logitsType =
         RankedTensorType::get({ShapedType::kDynamic, cfg.vocabSize}, f32);
-    SmallVector<Type> inputs = {vec, vec, cacheType, mat, vec, vec, vec, vec};
+    // After the eight step inputs: the speculative-decoding tree of each request (see
+    // treeCausalMask), read only by the attention mask.
+    auto cube = RankedTensorType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, i32);
+    SmallVector<Type> inputs = {vec, vec, cacheType, mat, vec, vec, vec, vec, vec, cube};
     SmallVector<Type> results = {logitsType, cacheType};
     auto fnType = b.getFunctionType(inputs, results);
     auto fn = func::FuncOp::create(b, loc, "step", fnType);
@@ -63,6 +67,10 @@ public:
     queryStart = entry->getArgument(5);
     slotMapping = entry->getArgument(6);
     Value logitRows = entry->getArgument(7);
+    treeStart = entry->getArgument(8);
+    treeBits = entry->getArgument(9);
+    fn.setArgAttr(8, "ingot.input_name", b.getStringAttr("tree_start"));
+    fn.setArgAttr(9, "ingot.input_name", b.getStringAttr("tree_bits"));
 
     Value embedTable = weight("model.embed_tokens.weight", error);
     if (!embedTable)
@@ -187,15 +195,41 @@ private:
         apf(1.0));
   }
 
-  /// Causal attention over the request's KV slots: kv <= q.
-  void causalMask(mlir::ingot::AttentionOp op) {
+  /// Causal attention over the request's KV slots that also verifies speculative token
+  /// trees: visible = kv <= q && (kv < tree_start[b] || kv is an ancestor-or-self of q).
+  /// Request b's tree (root first, parents before children) sits at slots tree_start[b]
+  /// onward; tree_bits[b][i][w] bit j holds whether tree node 32 * w + j is node i or one of
+  /// its ancestors. A request without a tree passes tree_start = its KV length, which makes
+  /// this plain causal attention. Indices are clamped so every load is in bounds for prefix
+  /// slots (CPU regions run straight-line and evaluate every load).
+  void treeCausalMask(mlir::ingot::AttentionOp op) {
     Region &region = op.getMask();
     Block *block = b.createBlock(&region);
     Type index = b.getIndexType();
+    Type i32 = b.getI32Type();
     for (int i = 0; i < 4; ++i)
       block->addArgument(index, loc);
-    Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                          block->getArgument(3), block->getArgument(2));
+    Value req = block->getArgument(0), q = block->getArgument(2), kv = block->getArgument(3);
+    using arith::CmpIPredicate;
+    Value causal = arith::CmpIOp::create(b, loc, CmpIPredicate::ule, kv, q);
+    Value start32 = mlir::ingot::RegionLoadOp::create(b, loc, i32, b.getI64IntegerAttr(0),
+                                                      ValueRange{req});
+    Value start = arith::IndexCastOp::create(b, loc, index, start32);
+    Value inPrefix = arith::CmpIOp::create(b, loc, CmpIPredicate::slt, kv, start);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value wordBits = arith::ConstantIndexOp::create(b, loc, 32);
+    Value nodeQ = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, q, start), zero);
+    Value nodeKv = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, kv, start), zero);
+    Value word = arith::DivUIOp::create(b, loc, nodeKv, wordBits);
+    Value bit = arith::IndexCastOp::create(b, loc, i32, arith::RemUIOp::create(b, loc, nodeKv, wordBits));
+    Value bits = mlir::ingot::RegionLoadOp::create(b, loc, i32, b.getI64IntegerAttr(1),
+                                                   ValueRange{req, nodeQ, word});
+    Value one = arith::ConstantIntOp::create(b, loc, i32, 1);
+    Value ancestor = arith::TruncIOp::create(
+        b, loc, b.getI1Type(),
+        arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, bit), one));
+    Value allowed = arith::OrIOp::create(b, loc, inPrefix, ancestor);
+    Value visible = arith::AndIOp::create(b, loc, causal, allowed);
     mlir::ingot::YieldOp::create(b, loc, ValueRange{visible});
   }
 
@@ -225,13 +259,14 @@ private:
                                      b.getI32IntegerAttr(layer));
     float scale = 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
     auto attn = mlir::ingot::AttentionOp::create(
-        b, loc, activation(qWidth), q, cache, blockTables, seqLens, queryStart, ValueRange{},
+        b, loc, activation(qWidth), q, cache, blockTables, seqLens, queryStart,
+        ValueRange{treeStart, treeBits},
         b.getI32IntegerAttr(layer), b.getI32IntegerAttr(cfg.numHeads),
         b.getI32IntegerAttr(cfg.numKvHeads), b.getI32IntegerAttr(cfg.headDim),
         b.getF32FloatAttr(scale));
     {
       OpBuilder::InsertionGuard guard(b);
-      causalMask(attn);
+      treeCausalMask(attn);
     }
     Value wo = w("self_attn.o_proj.weight");
     Value postNorm = w("post_attention_layernorm.weight");
@@ -255,7 +290,7 @@ private:
   Location loc;
   Type f32;
   mlir::ingot::KvCacheType cacheType;
-  Value tokens, positions, blockTables, seqLens, queryStart, slotMapping;
+  Value tokens, positions, blockTables, seqLens, queryStart, slotMapping, treeStart, treeBits;
 };
 
 } // namespace

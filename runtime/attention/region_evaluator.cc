@@ -165,8 +165,28 @@ StatusOr<float> RegionProgram::evalScorePrechecked(float s, int64_t b, int64_t h
   return asFloat(result);
 }
 
+StatusOr<int64_t> RegionProgram::evalRegisterPrechecked(uint16_t reg, int64_t b, int64_t h,
+                                                        int64_t q, int64_t kv,
+                                                        const RegionOperandView* operands,
+                                                        size_t num_operands) const {
+  if (kind_ != RegionKind::kMask) {
+    return invalidArgument("region evaluation: evalRegister on a score program");
+  }
+  const RegionInstruction* def = nullptr;
+  for (const RegionInstruction& ins : instructions_)
+    if (ins.opcode != RegionOpcode::kYield && ins.dst == reg) def = &ins;
+  if (def == nullptr || def->type == RegionType::kF32) {
+    return invalidArgument("region evaluation: no integer register %" + std::to_string(reg));
+  }
+  const uint64_t args[4] = {static_cast<uint64_t>(b), static_cast<uint64_t>(h),
+                            static_cast<uint64_t>(q), static_cast<uint64_t>(kv)};
+  uint64_t bits = 0;
+  INGOT_RETURN_IF_ERROR(run(args, operands, num_operands, &bits, reg));
+  return signExtend(bits, typeBitWidth(def->type));
+}
+
 Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operands,
-                          size_t num_operands, uint64_t* result) const {
+                          size_t num_operands, uint64_t* result, int stop_reg) const {
   // The decoder guarantees every register read below was written earlier in this run.
   // poison[r] marks MLIR poison (see schemas/region_bytecode.h); it becomes an error only
   // as a load index or as the yielded value.
@@ -377,6 +397,14 @@ Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operand
     }
     reg[in.dst] = out;
     poison[in.dst] = out_poison;
+    if (static_cast<int>(in.dst) == stop_reg) {
+      if (out_poison) {
+        return invalidArgument("region evaluation: register %" + std::to_string(stop_reg) +
+                               " is poison");
+      }
+      *result = out;
+      return okStatus();
+    }
   }
   return internalError("region evaluation: program ended without yield");
 }

@@ -86,14 +86,23 @@ class RegionProgram {
   StatusOr<float> evalScorePrechecked(float s, int64_t b, int64_t h, int64_t q, int64_t kv,
                                       const RegionOperandView* operands,
                                       size_t num_operands) const;
+  /// The value of integer register `reg` of a mask program at (b, h, q, kv), sign-extended
+  /// from its type; only the instructions up to the one defining it run. Lets a backend
+  /// evaluate a sub-expression once (e.g. a per-request bound that reads only `b`).
+  /// Errors as evalMask, and when `reg` is poison or defined by no instruction.
+  StatusOr<int64_t> evalRegisterPrechecked(uint16_t reg, int64_t b, int64_t h, int64_t q,
+                                           int64_t kv, const RegionOperandView* operands,
+                                           size_t num_operands) const;
 
  private:
   friend StatusOr<RegionProgram> decodeRegionBytecode(const uint8_t* data, size_t size);
 
   /// Runs the program with the given argument bits (operands already checked); writes the
   /// yielded register's bits.
+  /// With `stop_reg` >= 0, stops after the instruction that defines that register and
+  /// writes its bits instead.
   Status run(const uint64_t* args, const RegionOperandView* operands, size_t num_operands,
-             uint64_t* result) const;
+             uint64_t* result, int stop_reg = -1) const;
 
   RegionKind kind_ = RegionKind::kMask;
   uint32_t register_count_ = 0;

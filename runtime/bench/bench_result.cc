@@ -72,6 +72,12 @@ std::string benchResultsJson(const std::vector<BenchResult>& results) {
                         {"preemptions", r.preemptions},
                         {"mean_batch", nullptr}};
     if (std::isfinite(r.mean_batch)) j["mean_batch"] = r.mean_batch;
+    if (r.spec_trees > 0)
+      j["speculative"] = {{"trees", r.spec_trees},
+                          {"draft_tokens", r.spec_draft_tokens},
+                          {"path_tokens", r.spec_path_tokens},
+                          {"accepted_tokens", r.spec_accepted_tokens},
+                          {"engine_steps", r.engine_steps}};
     if (!r.first_error.empty()) j["first_error"] = r.first_error;
     array.push_back(std::move(j));
   }

@@ -42,6 +42,13 @@ struct BenchResult {
   /// Sequences per engine step (online: from the server's ingot_running_batch_size
   /// histogram over the run; NaN when /metrics could not be read).
   double mean_batch = 0;
+  /// Speculative decoding (offline; zeros without it): trees verified, their draft tokens,
+  /// draft tokens on their longest paths, draft tokens accepted, engine steps.
+  int64_t spec_trees = 0;
+  int64_t spec_draft_tokens = 0;
+  int64_t spec_path_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
+  int64_t engine_steps = 0;
 };
 
 /// The percentiles of `values` (milliseconds); zeros when empty.

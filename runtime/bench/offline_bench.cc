@@ -37,6 +37,7 @@ StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptio
   engine_options.num_threads = options.num_threads;
   engine_options.num_kv_blocks = options.num_kv_blocks;
   if (options.concurrency > 0) engine_options.scheduler.max_running = options.concurrency;
+  engine_options.speculative = options.speculative;
   StatusOr<std::unique_ptr<Engine>> created = Engine::create(artifact, engine_options);
   if (!created.ok()) return created.status();
   Engine& engine = **created;
@@ -115,7 +116,13 @@ StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptio
   result.concurrency = options.concurrency;
   result.request_rate = options.request_rate;
   samples.fill(std::chrono::duration<double>(Clock::now() - start).count(), &result);
-  result.preemptions = engine.metrics().preemptions;
+  const EngineMetrics m = engine.metrics();
+  result.preemptions = m.preemptions;
+  result.spec_trees = m.spec_trees;
+  result.spec_draft_tokens = m.spec_draft_tokens;
+  result.spec_path_tokens = m.spec_path_tokens;
+  result.spec_accepted_tokens = m.spec_accepted_tokens;
+  result.engine_steps = m.steps;
   result.mean_batch = steps ? static_cast<double>(batch_sum) / steps : 0;
   return result;
 }

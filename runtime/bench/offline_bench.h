@@ -9,6 +9,7 @@
 #include "runtime/base/status.h"
 #include "runtime/bench/bench_result.h"
 #include "runtime/bench/workload.h"
+#include "runtime/engine/engine.h"
 #include "runtime/sched/scheduler.h"
 
 namespace ingot {
@@ -19,6 +20,7 @@ struct BenchOptions : WorkloadOptions {
   int32_t concurrency = 1;
   int num_threads = 0;
   int64_t num_kv_blocks = 0;
+  SpeculativeOptions speculative;
 };
 
 /// How much a long prompt arriving slows requests that are decoding (chunked prefill).

@@ -73,6 +73,19 @@ void printRow(const BenchResult& r, double first_output_tokens_per_s, std::ostre
       std::isfinite(r.mean_batch) ? num(r.mean_batch, "%.1f").c_str() : "-");
   out << line;
   if (r.failed > 0) out << "  " << r.failed << " request(s) failed; first: " << r.first_error << "\n";
+  if (r.spec_trees > 0) {
+    char spec[256];
+    std::snprintf(spec, sizeof(spec),
+                  "  speculative: %lld trees, %.2f draft tokens accepted per tree (%.0f%% of "
+                  "their longest paths), %.2f tokens per sequence-step\n",
+                  static_cast<long long>(r.spec_trees),
+                  static_cast<double>(r.spec_accepted_tokens) / r.spec_trees,
+                  r.spec_path_tokens ? 100.0 * r.spec_accepted_tokens / r.spec_path_tokens : 0.0,
+                  r.engine_steps && r.mean_batch > 0
+                      ? static_cast<double>(r.generated_tokens) / (r.engine_steps * r.mean_batch)
+                      : 0.0);
+    out << spec;
+  }
   out << std::flush;
 }
 
@@ -85,6 +98,20 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
     return fail(err, online ? "give an artifact (offline) or --url (online), not both"
                             : "give an artifact (offline) or --url (online)");
   BenchOptions workload = options.bench;
+  StatusOr<SpeculativeOptions> spec =
+      speculativeOptions(options.speculative, options.spec_tokens, options.spec_branches);
+  if (!spec.ok()) return fail(err, spec.status().message());
+  if (online && spec->source != DraftSource::kNone)
+    return fail(err, "--speculative is the server's option (ingot serve --speculative)");
+  std::optional<Artifact> draft;
+  if (spec->source == DraftSource::kDraftModel) {
+    if (options.draft.empty()) return fail(err, "--speculative draft-model needs --draft PATH");
+    StatusOr<Artifact> opened = Artifact::open(options.draft);
+    if (!opened.ok()) return fail(err, opened.status().message());
+    draft.emplace(std::move(opened).value());
+    spec->draft = &*draft;
+  }
+  workload.speculative = *spec;
   if (!options.lengths_path.empty()) {
     StatusOr<std::vector<RequestLengths>> lengths = loadLengthsFile(options.lengths_path);
     if (!lengths.ok()) return fail(err, lengths.status().message());

@@ -29,6 +29,12 @@ struct BenchCommandOptions {
   bool requests_given = false;
   /// JSON-lines file of {"prompt_tokens": N, "output_tokens": M}, one request per line.
   std::string lengths_path;
+  /// Offline: speculative decoding (speculativeOptions()).
+  std::string speculative = "off";
+  int spec_tokens = 8;
+  int spec_branches = 1;
+  /// --speculative draft-model: the draft artifact.
+  std::string draft;
   /// Workload, seed, threads and KV blocks shared by all runs.
   BenchOptions bench;
   /// Also write the results as JSON here.

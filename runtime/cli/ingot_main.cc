@@ -43,6 +43,22 @@ void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
       ->check(CLI::NonNegativeNumber);
 }
 
+/// --speculative, --spec-tokens, --spec-branches (see ingot::speculativeOptions()).
+void addSpeculativeFlags(CLI::App* app, std::string& source, int& tokens, int& branches,
+                         std::string& draft) {
+  app->add_option("--draft", draft, "Draft artifact for --speculative draft-model (same vocabulary)");
+  app->add_option("--speculative", source,
+                  "Speculative decoding (lossless): off; prompt-lookup (n-gram matches in the "
+                  "prompt and output); self (the artifact's draft program, see compile "
+                  "--draft-layers); draft-model (a smaller artifact, --draft)")
+      ->check(CLI::IsMember({"off", "prompt-lookup", "self", "draft-model"}));
+  app->add_option("--spec-tokens", tokens, "Deepest draft per step (adaptive below it)")
+      ->check(CLI::Range(1, 32));
+  app->add_option("--spec-branches", branches,
+                  "Draft tree branches (1 = a chain; more need a tree-mask artifact)")
+      ->check(CLI::Range(1, 8));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,6 +168,8 @@ int main(int argc, char** argv) {
                     "Prefill tokens a step carries next to decodes (0 = budget only)");
   bench->add_option("--max-batched-tokens", bench_options.interference.max_batched_tokens,
                     "Token budget of one step");
+  addSpeculativeFlags(bench, bench_options.speculative, bench_options.spec_tokens,
+                      bench_options.spec_branches, bench_options.draft);
 
   // ingot eval ppl
   ingot::EvalPerplexityOptions ppl_options;
@@ -214,6 +232,8 @@ int main(int argc, char** argv) {
                     "Longest sequence, prompt plus output (0 = the model's context)")
       ->check(CLI::NonNegativeNumber);
   serve->add_flag("--no-prefix-cache", serve_options.no_prefix_cache, "Disable prefix caching");
+  addSpeculativeFlags(serve, serve_options.speculative, serve_options.spec_tokens,
+                      serve_options.spec_branches, serve_options.draft);
   serve->add_option("--served-model-name", serve_options.model_name,
                     "Model name for the API (default: the artifact's file name)");
 

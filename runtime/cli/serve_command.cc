@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/server/serve.h"
@@ -42,6 +43,18 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   config.engine.scheduler.max_running = options.max_running;
   config.engine.scheduler.max_batched_tokens = options.max_batched_tokens;
   config.engine.scheduler.max_prefill_while_decoding = options.max_prefill_while_decoding;
+  StatusOr<SpeculativeOptions> spec =
+      speculativeOptions(options.speculative, options.spec_tokens, options.spec_branches);
+  if (!spec.ok()) return fail(spec.status());
+  std::optional<Artifact> draft;
+  if (spec->source == DraftSource::kDraftModel) {
+    if (options.draft.empty()) return fail(invalidArgument("--speculative draft-model needs --draft PATH"));
+    StatusOr<Artifact> opened = Artifact::open(options.draft);
+    if (!opened.ok()) return fail(opened.status());
+    draft.emplace(std::move(opened).value());
+    spec->draft = &*draft;
+  }
+  config.engine.speculative = *spec;
   Status served = server::serveModel(*artifact, *tokenizer, config, started, err);
   if (!served.ok()) return fail(served);
   return 0;

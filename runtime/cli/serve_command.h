@@ -27,6 +27,12 @@ struct ServeOptions {
   int max_prefill_while_decoding = SchedulerOptions().max_prefill_while_decoding;
   int max_model_len = 0;
   bool no_prefix_cache = false;
+  /// Speculative decoding (speculativeOptions()).
+  std::string speculative = "off";
+  int spec_tokens = 8;
+  int spec_branches = 1;
+  /// --speculative draft-model: the draft artifact.
+  std::string draft;
   /// Name clients use in "model"; empty = the artifact's file name without ".ingot".
   std::string model_name;
 };

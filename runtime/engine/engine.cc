@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/spec/accepted_kv.h"
+#include "runtime/spec/verify.h"
+
 namespace ingot {
 namespace {
 
@@ -11,35 +14,98 @@ namespace {
 /// sequence if that is larger. Servers size the pool explicitly.
 constexpr int64_t kDefaultKvPoolTokens = 16384;
 
-/// The eight step inputs of a plan: decodes and prefill chunks side by side, one logits
-/// row for each sequence that samples. `rows` gets the plan index of each logits row.
-StepInputs buildStepInputs(const StepPlan& plan, std::vector<int32_t>* rows) {
+/// Request `plan.seqs[i]`'s draft tree, or null (indexed like plan.seqs).
+using TreeOf = std::vector<const FlatTree*>;
+
+/// The step inputs of a plan: decodes (with their draft trees) and prefill chunks side by
+/// side; one logits row for each sequence that samples, one per node for a tree. `rows`
+/// gets, per plan entry, its first logits row (-1: none). With `tree_inputs`, fills the
+/// program's tree_start / tree_bits inputs into `tree_start`, `tree_bits` (owned by the
+/// caller, viewed by the returned inputs).
+StepInputs buildStepInputs(const StepPlan& plan, const TreeOf& trees, bool tree_inputs,
+                           std::vector<int32_t>* rows, std::vector<int32_t>* tree_start,
+                           std::vector<int32_t>* tree_bits, int64_t tree_bits_shape[3],
+                           int64_t tree_start_shape[1]) {
   StepInputs in;
   in.num_requests = static_cast<int32_t>(plan.seqs.size());
-  for (const ScheduledSeq& s : plan.seqs)
+  int32_t max_nodes = 1;
+  for (const ScheduledSeq& s : plan.seqs) {
     in.max_blocks_per_request =
         std::max(in.max_blocks_per_request, static_cast<int32_t>(s.blocks.size()));
+    if (s.num_draft > 0) max_nodes = std::max(max_nodes, s.numTokens());
+  }
   in.block_tables.assign(static_cast<size_t>(in.num_requests) * in.max_blocks_per_request, 0);
   in.tokens.reserve(plan.num_tokens);
   in.query_start.push_back(0);
-  rows->clear();
+  rows->assign(plan.seqs.size(), -1);
+  const int32_t words = (max_nodes + 31) / 32;
+  if (tree_inputs) {
+    tree_start->assign(plan.seqs.size(), 0);
+    tree_bits->assign(plan.seqs.size() * static_cast<size_t>(max_nodes) * words, 0);
+  }
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
+    const FlatTree* tree = s.num_draft > 0 ? trees[i] : nullptr;
     std::copy(s.blocks.begin(), s.blocks.end(),
               in.block_tables.begin() + static_cast<int64_t>(i) * in.max_blocks_per_request);
+    const int32_t first = static_cast<int32_t>(in.tokens.size());
     in.tokens.insert(in.tokens.end(), s.tokens.begin(), s.tokens.end());
-    for (int32_t p = 0; p < s.numTokens(); ++p) in.positions.push_back(s.start + p);
+    // Tree nodes take rope positions by depth (siblings share one); slots stay distinct.
+    for (int32_t p = 0; p < s.numTokens(); ++p)
+      in.positions.push_back(s.start + (tree ? tree->depths[p] : p));
     in.slot_mapping.insert(in.slot_mapping.end(), s.slots.begin(), s.slots.end());
     in.seq_lens.push_back(s.seqLen());
     in.query_start.push_back(static_cast<int32_t>(in.tokens.size()));
-    if (s.needs_logits) {
+    if (tree_inputs) {
+      // Without a tree, every key is before "the tree": plain causal attention.
+      (*tree_start)[i] = tree ? s.start : s.seqLen();
+      if (tree) {
+        const std::vector<int32_t> mask = tree->ancestorMaskWords32(words);
+        std::copy(mask.begin(), mask.end(),
+                  tree_bits->begin() + static_cast<int64_t>(i) * max_nodes * words);
+      }
+    }
+    if (tree) {
+      (*rows)[i] = static_cast<int32_t>(in.logit_rows.size());
+      for (int32_t p = 0; p < s.numTokens(); ++p) in.logit_rows.push_back(first + p);
+    } else if (s.needs_logits) {
+      (*rows)[i] = static_cast<int32_t>(in.logit_rows.size());
       in.logit_rows.push_back(static_cast<int32_t>(in.tokens.size()) - 1);
-      rows->push_back(static_cast<int32_t>(i));
     }
   }
   // Only mid-prompt chunks: the program still yields one row, which nobody reads.
   if (in.logit_rows.empty()) in.logit_rows.push_back(static_cast<int32_t>(in.tokens.size()) - 1);
+  if (tree_inputs) {
+    tree_start_shape[0] = in.num_requests;
+    tree_bits_shape[0] = in.num_requests;
+    tree_bits_shape[1] = max_nodes;
+    tree_bits_shape[2] = words;
+    in.extra_inputs.push_back({RegionType::kI32, tree_start_shape, 1, tree_start->data()});
+    in.extra_inputs.push_back({RegionType::kI32, tree_bits_shape, 3, tree_bits->data()});
+  }
   return in;
+}
+
+/// True when the program's extra inputs are the speculative tree pair the compiler emits:
+/// i32 tree_start [R] and i32 tree_bits [R, nodes, words].
+bool hasTreeInputs(const schema::ProgramDef& program) {
+  if (!program.buffers() || program.buffers()->size() < 10) return false;
+  const schema::BufferDef* start = program.buffers()->Get(8);
+  const schema::BufferDef* bits = program.buffers()->Get(9);
+  auto is = [](const schema::BufferDef* b, const char* name, uint32_t rank) {
+    return b->kind() == schema::BufferKind::Input && b->dtype() == schema::DType::I32 &&
+           b->name() && b->name()->str() == name && b->shape() && b->shape()->size() == rank;
+  };
+  return is(start, "tree_start", 1) && is(bits, "tree_bits", 3);
+}
+
+/// Program inputs after the eight, for the error message of an engine that cannot fill them.
+int32_t numExtraInputs(const schema::ProgramDef& program) {
+  int32_t n = 0;
+  if (!program.buffers()) return 0;
+  for (uint32_t i = 8; i < program.buffers()->size(); ++i)
+    n += program.buffers()->Get(i)->kind() == schema::BufferKind::Input ? 1 : 0;
+  return n;
 }
 
 }  // namespace
@@ -50,6 +116,27 @@ int64_t maxContextOf(const schema::ModelConfigDef& config) {
   return config.max_context() > 0 ? config.max_context() : 2048;
 }
 }  // namespace
+
+StatusOr<SpeculativeOptions> speculativeOptions(const std::string& source, int32_t max_depth,
+                                                int32_t branches) {
+  SpeculativeOptions o;
+  if (source == "off" || source.empty()) return o;
+  if (source == "prompt-lookup") o.source = DraftSource::kPromptLookup;
+  else if (source == "self") o.source = DraftSource::kSelf;
+  else if (source == "draft-model") o.source = DraftSource::kDraftModel;
+  else
+    return invalidArgument("--speculative must be off, prompt-lookup, self or draft-model, got '" +
+                           source + "'");
+  if (max_depth < 1 || max_depth > 32)
+    return invalidArgument("--spec-tokens must be in [1, 32], got " + std::to_string(max_depth));
+  if (branches < 1 || branches > 8)
+    return invalidArgument("--spec-branches must be in [1, 8], got " + std::to_string(branches));
+  o.max_branches = branches;
+  o.adaptive.max_depth = max_depth;
+  o.adaptive.initial_depth = std::max(1, max_depth / 2);
+  o.max_draft_tokens = std::min(63, max_depth * branches);
+  return o;
+}
 
 int64_t Engine::defaultKvBlocks(const schema::ModelConfigDef& config) {
   const int64_t block_size = std::max(1, config.kv_block_size());
@@ -73,6 +160,65 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(artifact, backend_options);
   if (!backend.ok()) return backend.status();
   e->backend_ = std::move(backend).value();
+  const schema::ProgramDef* program = artifact.manifest().programs()->Get(0);
+  e->tree_inputs_ = hasTreeInputs(*program);
+  if (!e->tree_inputs_ && numExtraInputs(*program) > 0)
+    return unimplemented(artifact.source() + ": the program takes " +
+                         std::to_string(numExtraInputs(*program)) +
+                         " extra attention inputs the engine cannot fill (it fills only "
+                         "tree_start and tree_bits)");
+  const SpeculativeOptions& spec = options.speculative;
+  if (spec.source != DraftSource::kNone) {
+    if (spec.max_branches < 1 || spec.max_draft_tokens < 1 || spec.max_draft_tokens > 63)
+      return invalidArgument("speculative decoding: max_branches must be >= 1 and "
+                             "max_draft_tokens in [1, 63]");
+    if (spec.source == DraftSource::kSelf || spec.source == DraftSource::kDraftModel) {
+      const Artifact* draft = &artifact;
+      int32_t program = -1;
+      if (spec.source == DraftSource::kDraftModel) {
+        if (!spec.draft)
+          return invalidArgument("speculative decoding from a draft model needs the draft artifact");
+        draft = spec.draft;
+        program = 0;
+        const schema::ModelConfigDef* dc = draft->manifest().config();
+        if (!dc || dc->vocab_size() != config->vocab_size())
+          return invalidArgument(draft->source() + ": the draft model's vocabulary (" +
+                                 std::to_string(dc ? dc->vocab_size() : 0) +
+                                 " tokens) differs from the target's (" +
+                                 std::to_string(config->vocab_size()) +
+                                 "); speculative decoding needs the same tokenizer");
+        const schema::TokenizerDef* dt = draft->manifest().tokenizer();
+        const schema::TokenizerDef* tt = artifact.manifest().tokenizer();
+        if (dt && tt && dt->tokens() && tt->tokens()) {
+          bool same = dt->tokens()->size() == tt->tokens()->size();
+          for (uint32_t i = 0; same && i < dt->tokens()->size(); ++i)
+            same = dt->tokens()->Get(i)->string_view() == tt->tokens()->Get(i)->string_view();
+          if (!same)
+            return invalidArgument(draft->source() +
+                                   ": the draft model's tokenizer differs from the target's");
+        }
+      } else {
+        for (uint32_t i = 1; i < artifact.manifest().programs()->size(); ++i)
+          if (artifact.manifest().programs()->Get(i)->role() == schema::ProgramRole::Draft) {
+            program = static_cast<int32_t>(i);
+            break;
+          }
+        if (program < 0)
+          return invalidArgument(artifact.source() +
+                                 ": self-speculation needs a draft program; compile with "
+                                 "--draft-layers N");
+      }
+      StatusOr<std::unique_ptr<DraftModel>> d =
+          DraftModel::create(*draft, program, options.num_threads, blocks);
+      if (!d.ok()) return d.status();
+      e->draft_ = std::move(d).value();
+    }
+    if (spec.max_branches > 1 && !e->tree_inputs_)
+      return invalidArgument(artifact.source() +
+                             ": speculative trees (more than one branch) need an artifact whose "
+                             "attention reads tree_start/tree_bits; recompile it, or use chains "
+                             "(one branch)");
+  }
   e->kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(blocks), block_size,
                                             options.enable_prefix_cache);
   SchedulerOptions scheduler = options.scheduler;
@@ -157,6 +303,11 @@ void Engine::drainInbox(std::vector<RequestOutput>* outputs) {
     if (options_.token_text && !p.params.stop.empty())
       live.stop = std::make_unique<StopMatcher>(p.params.stop);
     live.priority = p.priority;
+    if (speculates(p.params)) {
+      live.proposer = std::make_unique<NgramProposer>(options_.speculative.ngram);
+      live.proposer->append(p.prompt);
+      live.depth = AdaptiveDepth(options_.speculative.adaptive);
+    }
     counters_.prompt_tokens += static_cast<int64_t>(live.num_prompt) * p.n;
     for (int32_t i = 1; i < p.n; ++i) {
       SamplingParams child_params = p.params;
@@ -168,6 +319,10 @@ void Engine::drainInbox(std::vector<RequestOutput>* outputs) {
       if (live.stop) child.stop = std::make_unique<StopMatcher>(p.params.stop);
       child.awaiting_fork = true;
       child.prompt = p.prompt;
+      if (live.proposer) {
+        child.proposer = std::make_unique<NgramProposer>(*live.proposer);
+        child.depth = live.depth;
+      }
       live.pending_forks.push_back(p.id + i);
       live_.emplace(p.id + i, std::move(child));
     }
@@ -195,6 +350,7 @@ void Engine::drainInbox(std::vector<RequestOutput>* outputs) {
     out.num_generated_tokens = it->second.generated;
     outputs->push_back(std::move(out));
     live_.erase(it);
+    forget(id);
   }
 }
 
@@ -224,61 +380,220 @@ void Engine::sampleRow(RequestId id, const float* logits, std::vector<RequestOut
       sampleOne(child, logits, outputs);
 }
 
-void Engine::sampleOne(RequestId id, const float* logits, std::vector<RequestOutput>* outputs) {
-  Live& live = live_.at(id);
+bool Engine::speculates(const SamplingParams& params) const {
+  // Penalties would make each tree node's distribution depend on its own path, and
+  // logprobs are reported per sampled row: such requests decode one token at a time.
+  return options_.speculative.source != DraftSource::kNone && !params.logprobs &&
+         params.repetition_penalty == 1.0f && params.presence_penalty == 0.0f &&
+         params.frequency_penalty == 0.0f;
+}
+
+FinishReason Engine::emitToken(Live& live, int32_t token, RequestOutput* out) {
   const SamplingParams& params = live.sampler.params();
-  RequestOutput out;
-  out.id = id;
-  SampleLogprobs lp;
-  const int32_t token =
-      live.sampler.sample(logits, backend_->vocabSize(), params.logprobs ? &lp : nullptr);
   ++live.generated;
   ++counters_.generation_tokens;
-  out.token_ids.push_back(token);
-  if (params.logprobs) out.logprobs.push_back(std::move(lp));
+  if (live.proposer) live.proposer->append(token);
+  out->token_ids.push_back(token);
   FinishReason reason = finishAfterToken(params, token, live.generated, isEos(token));
   const bool stop_token = reason == FinishReason::kStop;
   if (reason == FinishReason::kNone && live.num_prompt + live.generated >= max_model_len_)
     reason = FinishReason::kLength;
   if (options_.token_text && !stop_token) {
     if (live.stop) {
-      out.text = live.stop->push(options_.token_text(token));
+      out->text += live.stop->push(options_.token_text(token));
       if (live.stop->stopped()) reason = FinishReason::kStop;
-      else if (reason != FinishReason::kNone) out.text += live.stop->finish();
+      else if (reason != FinishReason::kNone) out->text += live.stop->finish();
     } else {
-      out.text = options_.token_text(token);
+      out->text += options_.token_text(token);
     }
   } else if (live.stop && stop_token) {
-    out.text = live.stop->finish();
+    out->text += live.stop->finish();
   }
-  if (reason == FinishReason::kNone && !sched_->appendToken(id, token).ok())
-    reason = FinishReason::kLength;  // unreachable while max_model_len <= pool tokens
+  return reason;
+}
+
+void Engine::report(RequestId id, RequestOutput out, FinishReason reason,
+                    std::vector<RequestOutput>* outputs) {
+  Live& live = live_.at(id);
+  out.id = id;
   out.finish_reason = reason;
   out.num_prompt_tokens = live.num_prompt;
   out.num_generated_tokens = live.generated;
   if (reason != FinishReason::kNone) {
     (void)sched_->finish(id);
     live_.erase(id);
+    forget(id);
   }
   outputs->push_back(std::move(out));
+}
+
+void Engine::sampleOne(RequestId id, const float* logits, std::vector<RequestOutput>* outputs) {
+  Live& live = live_.at(id);
+  const SamplingParams& params = live.sampler.params();
+  RequestOutput out;
+  SampleLogprobs lp;
+  const int32_t token =
+      live.sampler.sample(logits, backend_->vocabSize(), params.logprobs ? &lp : nullptr);
+  if (params.logprobs) out.logprobs.push_back(std::move(lp));
+  FinishReason reason = emitToken(live, token, &out);
+  if (reason == FinishReason::kNone && !sched_->appendToken(id, token).ok())
+    reason = FinishReason::kLength;  // unreachable while max_model_len <= pool tokens
+  report(id, std::move(out), reason, outputs);
+}
+
+void Engine::proposeDrafts() {
+  const SpeculativeOptions& spec = options_.speculative;
+  if (spec.source == DraftSource::kNone) return;
+  const int32_t batch = sched_->numRunning();
+  const int32_t branches = tree_inputs_ ? spec.max_branches : 1;
+  std::vector<DraftQuery> queries;  // draft models read prompt + output (the proposer's history)
+  for (auto& [id, live] : live_) {
+    live.tree.reset();
+    if (!live.proposer || !sched_->isDecodeReady(id)) continue;
+    // Never draft past what the request may still emit: the bonus token always comes.
+    const SamplingParams& params = live.sampler.params();
+    int64_t room = static_cast<int64_t>(max_model_len_) - live.num_prompt - live.generated;
+    if (params.max_tokens) room = std::min<int64_t>(room, *params.max_tokens - live.generated - 1);
+    const int32_t depth =
+        static_cast<int32_t>(std::min<int64_t>(live.depth.nextDepth(batch), room));
+    if (depth <= 0) continue;
+    if (draft_) {
+      queries.push_back({id, &live.proposer->history(), depth});
+      continue;
+    }
+    TokenTree tree = live.proposer->proposeTree(depth, branches);
+    if (tree.size() <= 1) continue;
+    // Depth-first: the first branch lies in consecutive slots, exactly as decoding it.
+    FlatTree flat = tree.flatten(live.num_prompt + static_cast<int32_t>(live.generated) - 1,
+                                 TreeOrder::kDepthFirst);
+    if (flat.size() - 1 > spec.max_draft_tokens) {
+      // Keep the first max_draft_tokens nodes of the depth-first order (a prefix of a
+      // topological order is a tree under the same root).
+      TokenTree cut(flat.tokens[0]);
+      for (int32_t i = 1; i <= spec.max_draft_tokens; ++i) cut.addChild(flat.parents[i], flat.tokens[i]);
+      flat = cut.flatten(flat.positions[0], TreeOrder::kDepthFirst);
+    }
+    std::vector<int32_t> draft(flat.tokens.begin() + 1, flat.tokens.end());
+    if (sched_->setDraft(id, std::move(draft)).ok()) live.tree = std::move(flat);
+  }
+  if (!draft_ || queries.empty()) return;
+  std::vector<std::vector<int32_t>> chains;
+  std::vector<std::vector<std::vector<int32_t>>> alternatives;
+  if (!draft_->propose(queries, &chains, branches, &alternatives).ok()) {
+    // A draft model failure costs speculation, never the request.
+    for (const DraftQuery& q : queries) draft_->release(q.id);
+    return;
+  }
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (chains[i].empty()) continue;
+    Live& live = live_.at(queries[i].id);
+    // The greedy chain, and at each depth the draft's runners-up as leaves beside it (a
+    // static top-k tree along the top-1 path), within max_draft_tokens.
+    TokenTree tree(queries[i].history->back());
+    std::vector<int32_t> chain_nodes;
+    int32_t parent = 0;
+    for (int32_t token : chains[i]) chain_nodes.push_back(parent = tree.addChild(parent, token));
+    for (size_t d = 0; d < alternatives[i].size() && d < chains[i].size(); ++d)
+      for (int32_t token : alternatives[i][d]) {
+        if (tree.size() - 1 >= spec.max_draft_tokens) break;
+        tree.addChild(d == 0 ? 0 : chain_nodes[d - 1], token);
+      }
+    FlatTree flat = tree.flatten(live.num_prompt + static_cast<int32_t>(live.generated) - 1,
+                                 TreeOrder::kDepthFirst);
+    std::vector<int32_t> draft(flat.tokens.begin() + 1, flat.tokens.end());
+    if (sched_->setDraft(queries[i].id, std::move(draft)).ok()) live.tree = std::move(flat);
+  }
+}
+
+void Engine::forget(RequestId id) {
+  if (draft_) draft_->release(id);
+}
+
+Status Engine::verifyDraft(const ScheduledSeq& seq, const float* logits,
+                           std::vector<RequestOutput>* outputs) {
+  Live& live = live_.at(seq.id);
+  const FlatTree& tree = *live.tree;
+  const int64_t vocab = backend_->vocabSize();
+  StatusOr<VerifyResult> verified = [&]() -> StatusOr<VerifyResult> {
+    if (live.sampler.params().greedy()) return verifyTreeGreedyLogits(tree, logits, vocab);
+    // The target's distribution at every node, as the sampler would draw from it.
+    const int64_t n = tree.size();
+    target_probs_.resize(static_cast<size_t>(n * vocab));
+    std::vector<double> row;
+    for (int64_t i = 0; i < n; ++i) {
+      live.sampler.probabilities(logits + i * vocab, vocab, &row);
+      std::copy(row.begin(), row.end(), target_probs_.begin() + i * vocab);
+    }
+    return verifyTreeSampled(tree, ProbabilityRows{target_probs_.data(), n, vocab},
+                             DraftSampling::kDeterministic, ProbabilityRows{},
+                             live.sampler.rng());
+  }();
+  if (!verified.ok()) return verified.status().withPrefix("speculative verification");
+  const VerifyResult& result = *verified;
+  const int32_t accepted = static_cast<int32_t>(result.accepted.size());
+  int32_t path = 0;
+  for (int32_t d : tree.depths) path = std::max(path, d);
+  ++counters_.spec_trees;
+  counters_.spec_draft_tokens += tree.size() - 1;
+  counters_.spec_path_tokens += path;
+  counters_.spec_accepted_tokens += accepted;
+  live.depth.observe(path, accepted);
+
+  RequestOutput out;
+  FinishReason reason = FinishReason::kNone;
+  for (int32_t token : result.tokens) {
+    live.sampler.recordOutput(token);
+    reason = emitToken(live, token, &out);
+    if (reason != FinishReason::kNone) break;
+  }
+  if (reason == FinishReason::kNone) {
+    // Keep the accepted path's KV (moved right after the root), release the rest.
+    std::vector<std::pair<int32_t, int32_t>> moves;
+    for (const KvMove& m : planAcceptedKv(tree, result).moves)
+      moves.emplace_back(seq.slots[m.from], seq.slots[m.to]);
+    INGOT_RETURN_IF_ERROR(backend_->copyKvSlots(moves));
+    std::vector<int32_t> path_tokens(result.tokens.begin(), result.tokens.end() - 1);
+    INGOT_RETURN_IF_ERROR(sched_->acceptDraft(seq.id, path_tokens));
+    if (!sched_->appendToken(seq.id, result.bonus_token).ok()) reason = FinishReason::kLength;
+  }
+  live.tree.reset();
+  report(seq.id, std::move(out), reason, outputs);
+  return okStatus();
 }
 
 StatusOr<std::vector<RequestOutput>> Engine::step() {
   std::vector<RequestOutput> outputs;
   drainInbox(&outputs);
+  proposeDrafts();
   const StepPlan plan = sched_->schedule();
   if (!plan.empty()) {
     for (const BlockCopy& c : plan.copies)
       INGOT_RETURN_IF_ERROR(backend_->copyKvBlocks(c.src, c.dst));
-    std::vector<int32_t> rows;
-    const StepInputs inputs = buildStepInputs(plan, &rows);
+    TreeOf trees(plan.seqs.size(), nullptr);
+    bool any_tree = false;
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      if (plan.seqs[i].num_draft == 0) continue;
+      trees[i] = &*live_.at(plan.seqs[i].id).tree;
+      any_tree = true;
+    }
+    std::vector<int32_t> rows, tree_start, tree_bits;
+    int64_t tree_bits_shape[3], tree_start_shape[1];
+    const StepInputs inputs = buildStepInputs(plan, trees, tree_inputs_, &rows, &tree_start,
+                                              &tree_bits, tree_bits_shape, tree_start_shape);
     INGOT_RETURN_IF_ERROR(backend_->step(inputs, &logits_));
     INGOT_RETURN_IF_ERROR(sched_->completeStep(plan));
     counters_.computed_tokens += plan.num_tokens;
     ++counters_.steps;
+    counters_.spec_target_passes += any_tree ? 1 : 0;
     const int64_t vocab = backend_->vocabSize();
-    for (size_t r = 0; r < rows.size(); ++r)
-      sampleRow(plan.seqs[rows[r]].id, logits_.data() + static_cast<int64_t>(r) * vocab, &outputs);
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      if (rows[i] < 0) continue;
+      const float* row = logits_.data() + static_cast<int64_t>(rows[i]) * vocab;
+      if (trees[i]) INGOT_RETURN_IF_ERROR(verifyDraft(plan.seqs[i], row, &outputs));
+      else sampleRow(plan.seqs[i].id, row, &outputs);
+    }
+    // Trees the scheduler dropped (no budget or blocks this step) are proposed anew.
+    for (auto& [id, live] : live_) live.tree.reset();
   }
   snapshotMetrics(static_cast<int32_t>(plan.seqs.size()));
   int64_t finished = 0;

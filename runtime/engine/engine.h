@@ -13,12 +13,56 @@
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/base/status.h"
+#include "runtime/engine/draft_model.h"
 #include "runtime/generate/sampler.h"
 #include "runtime/generate/stop_matcher.h"
 #include "runtime/kv/kv_cache_manager.h"
 #include "runtime/sched/scheduler.h"
+#include "runtime/spec/adaptive_depth.h"
+#include "runtime/spec/ngram_proposer.h"
+#include "runtime/spec/token_tree.h"
 
 namespace ingot {
+
+/// Where speculative draft tokens come from.
+enum class DraftSource {
+  kNone,
+  /// Prompt lookup: n-gram matches against the prompt and the text generated so far.
+  kPromptLookup,
+  /// Self-speculation: the target artifact's draft program (its first layers and its
+  /// head, compiled with `ingot compile --draft-layers N`), greedy chains.
+  kSelf,
+  /// A separate draft artifact with the same vocabulary (SpeculativeOptions::draft),
+  /// greedy chains.
+  kDraftModel,
+};
+
+/// Speculative decoding: each decoding request may carry a tree of draft tokens that the
+/// target verifies in the same (one) forward pass; lossless — greedy output is exactly
+/// what it is without speculation, sampled output follows the same distribution (recursive
+/// rejection sampling, runtime/spec/verify.h).
+struct SpeculativeOptions {
+  DraftSource source = DraftSource::kNone;
+  /// Branches of a draft tree (distinct continuations). More than 1 needs an artifact
+  /// whose attention reads the tree mask (programs compiled by this version); chains
+  /// (1) run on any artifact since a chain is plain causal attention.
+  int32_t max_branches = 1;
+  /// Draft nodes of one tree at most (root excluded).
+  int32_t max_draft_tokens = 32;
+  NgramConfig ngram;
+  /// kDraftModel: the draft artifact (must outlive the engine).
+  const Artifact* draft = nullptr;
+  /// Depth per request from its recent acceptance; speculation stops above
+  /// adaptive.max_batch_size running requests.
+  AdaptiveDepthConfig adaptive;
+};
+
+/// Options from the command line's --speculative SOURCE (off | prompt-lookup | self |
+/// draft-model; the draft artifact is set by the caller),
+/// --spec-tokens (deepest draft; the adaptive depth starts at half of it) and
+/// --spec-branches; errors name the bad value.
+StatusOr<SpeculativeOptions> speculativeOptions(const std::string& source, int32_t max_depth,
+                                                int32_t branches);
 
 struct EngineOptions {
   /// Backend worker threads including the caller; 0 = all cores.
@@ -36,12 +80,14 @@ struct EngineOptions {
   /// The text of one token; when set, the engine detokenizes with it to honour stop
   /// strings and fills RequestOutput::text. Unset: stop strings are the caller's business.
   std::function<std::string(int32_t)> token_text;
+  SpeculativeOptions speculative;
 };
 
 /// What one step produced for one request.
 struct RequestOutput {
   RequestId id = -1;
-  /// Tokens generated in this step (one, or none for a cancellation).
+  /// Tokens generated in this step: one, several (accepted speculative tokens, then the
+  /// target's own), or none for a cancellation.
   std::vector<int32_t> token_ids;
   /// One entry per token when SamplingParams::logprobs is set.
   std::vector<SampleLogprobs> logprobs;
@@ -69,6 +115,12 @@ struct EngineMetrics {
   int32_t waiting = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;
+  // Speculative decoding.
+  int64_t spec_trees = 0;            // draft trees verified (one target row set each)
+  int64_t spec_draft_tokens = 0;     // draft tokens run through the target
+  int64_t spec_path_tokens = 0;      // draft tokens on the trees' longest paths
+  int64_t spec_accepted_tokens = 0;  // draft tokens accepted
+  int64_t spec_target_passes = 0;    // steps that verified at least one tree
 };
 
 /// Runs many requests at once over one backend: each step() plans a batch (decodes first,
@@ -133,12 +185,32 @@ class Engine {
     /// Forks from another request (not yet known to the scheduler).
     bool awaiting_fork = false;
     std::vector<int32_t> prompt;  // kept only while awaiting_fork
+    /// Speculation (null when the request does not speculate): the draft source's view of
+    /// the text, the adaptive depth, and this step's tree.
+    std::unique_ptr<NgramProposer> proposer;
+    AdaptiveDepth depth;
+    std::optional<FlatTree> tree;
   };
 
   Engine() = default;
   void drainInbox(std::vector<RequestOutput>* outputs);
   void sampleRow(RequestId id, const float* logits, std::vector<RequestOutput>* outputs);
   void sampleOne(RequestId id, const float* logits, std::vector<RequestOutput>* outputs);
+  /// Records one generated token in `out`; the reason it ends the request, or kNone.
+  FinishReason emitToken(Live& live, int32_t token, RequestOutput* out);
+  /// Ends `out` with `reason` (finishing the request when it is set) and reports it.
+  void report(RequestId id, RequestOutput out, FinishReason reason,
+              std::vector<RequestOutput>* outputs);
+  /// Speculation for the step about to be planned: a draft tree for every request that
+  /// decodes next and whose draft source proposes something.
+  void proposeDrafts();
+  /// Verifies request `id`'s tree against its rows of logits (one per tree node), emits
+  /// the accepted tokens and the bonus token, and commits the accepted path's KV.
+  Status verifyDraft(const ScheduledSeq& seq, const float* logits,
+                     std::vector<RequestOutput>* outputs);
+  bool speculates(const SamplingParams& params) const;
+  /// Forgets a request that ended (its draft model KV goes).
+  void forget(RequestId id);
   /// Starts `child` as its own scheduler request (its parent went away before forking).
   void detachFork(RequestId child);
   bool isEos(int32_t token) const;
@@ -152,6 +224,10 @@ class Engine {
   int32_t max_model_len_ = 0;
   std::unordered_map<RequestId, Live> live_;
   std::vector<float> logits_;
+  /// The program reads tree_start/tree_bits (extra inputs 0 and 1): trees, not just chains.
+  bool tree_inputs_ = false;
+  std::vector<double> target_probs_;  // sampled verification scratch
+  std::unique_ptr<DraftModel> draft_;  // kSelf / kDraftModel
   EngineMetrics counters_;  // engine thread only
 
   mutable std::mutex mu_;  // guards everything below

@@ -84,6 +84,9 @@ class Sampler {
   void recordOutput(int32_t token);
 
   const SamplingParams& params() const { return params_; }
+  /// The request's random engine: speculative verification draws from it too, so one seed
+  /// drives a request with or without speculation.
+  std::mt19937_64& rng() { return rng_; }
   /// Number of tokens recorded as generated output.
   int64_t numGenerated() const { return num_generated_; }
 

@@ -1,6 +1,7 @@
 // BlockTable: appending with all-or-nothing allocation, fork, copy-on-write.
 #include "runtime/kv/block_table.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace ingot {
@@ -84,6 +85,20 @@ void BlockTable::release() {
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) pool_->release(*it);
   blocks_.clear();
   tokens_.clear();
+}
+
+void BlockTable::truncate(int32_t num_tokens) {
+  if (num_tokens < 0 || num_tokens >= numTokens()) return;
+  const size_t keep_blocks = (static_cast<size_t>(num_tokens) + block_size_ - 1) / block_size_;
+  while (blocks_.size() > keep_blocks) {
+    pool_->release(blocks_.back());
+    blocks_.pop_back();
+  }
+  tokens_.resize(num_tokens);
+}
+
+void BlockTable::setTokens(int32_t pos, const std::vector<int32_t>& tokens) {
+  std::copy(tokens.begin(), tokens.end(), tokens_.begin() + pos);
 }
 
 }  // namespace ingot

@@ -61,6 +61,16 @@ class BlockTable {
   /// Drops this table's references; the table becomes empty.
   void release();
 
+  /// Shortens the table to its first `num_tokens` tokens (speculative tokens rejected):
+  /// blocks no longer needed go back to the pool; the rest keep their KV. The caller must
+  /// not cut into tokens another table or the prefix cache shares. No-op when not shorter.
+  void truncate(int32_t num_tokens);
+
+  /// Replaces the tokens recorded at positions [pos, pos + tokens.size()) (a verified
+  /// speculative path whose KV was moved into place). Requires the range to be inside the
+  /// table; the caller must not rewrite tokens of shared or cached blocks.
+  void setTokens(int32_t pos, const std::vector<int32_t>& tokens);
+
   int32_t blockSize() const { return block_size_; }
   int32_t numTokens() const { return static_cast<int32_t>(tokens_.size()); }
   const std::vector<BlockId>& blocks() const { return blocks_; }

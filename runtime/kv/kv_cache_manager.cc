@@ -99,6 +99,31 @@ Status KvCacheManager::markComputed(SeqId seq, int32_t num_tokens) {
   return okStatus();
 }
 
+Status KvCacheManager::truncate(SeqId seq, int32_t num_tokens) {
+  Sequence* s = find(seq);
+  if (s == nullptr) return unknownSequence(seq);
+  if (num_tokens < s->num_computed)
+    return invalidArgument("kv cache: truncate(" + std::to_string(num_tokens) +
+                           ") below the " + std::to_string(s->num_computed) +
+                           " computed tokens");
+  s->table.truncate(num_tokens);
+  return okStatus();
+}
+
+Status KvCacheManager::rewriteTokens(SeqId seq, int32_t pos,
+                                     const std::vector<int32_t>& tokens) {
+  Sequence* s = find(seq);
+  if (s == nullptr) return unknownSequence(seq);
+  const int64_t end = static_cast<int64_t>(pos) + static_cast<int64_t>(tokens.size());
+  if (pos < s->num_computed || end > s->table.numTokens())
+    return invalidArgument("kv cache: rewriteTokens at [" + std::to_string(pos) + ", " +
+                           std::to_string(end) + ") outside the uncomputed tokens [" +
+                           std::to_string(s->num_computed) + ", " +
+                           std::to_string(s->table.numTokens()) + ")");
+  s->table.setTokens(pos, tokens);
+  return okStatus();
+}
+
 StatusOr<SeqId> KvCacheManager::fork(SeqId seq) {
   Sequence* s = find(seq);
   if (s == nullptr) return unknownSequence(seq);

@@ -73,6 +73,16 @@ class KvCacheManager {
   /// blocks among them become cached prefix blocks.
   Status markComputed(SeqId seq, int32_t num_tokens);
 
+  /// Drops the sequence's tokens from position `num_tokens` on (rejected speculative
+  /// tokens), returning blocks no longer needed. Only tokens not yet computed can go:
+  /// fails when num_tokens < numComputedTokens(seq).
+  Status truncate(SeqId seq, int32_t num_tokens);
+
+  /// Records `tokens` at positions [pos, pos + size) of a sequence whose KV there is not
+  /// yet marked computed (a verified speculative path moved into place), so the prefix
+  /// cache keys those blocks by the right tokens once markComputed() covers them.
+  Status rewriteTokens(SeqId seq, int32_t pos, const std::vector<int32_t>& tokens);
+
   /// A new sequence sharing all of `seq`'s blocks (parallel sampling, n > 1). Fork after
   /// the parent's KV is computed: a later copy-on-write copies what the block holds then.
   StatusOr<SeqId> fork(SeqId seq);

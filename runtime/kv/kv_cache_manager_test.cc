@@ -211,3 +211,36 @@ TEST(KvCacheManager, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace ingot
+
+namespace ingot {
+namespace {
+
+TEST(KvCacheManagerSpeculationTest, TruncateAndRewriteTouchOnlyUncomputedTokens) {
+  KvCacheManager kv(16, 4);
+  StatusOr<SequenceKv> a = kv.admit({1, 2, 3, 4, 5});
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(kv.markComputed(a->id, 5).ok());
+  ASSERT_TRUE(kv.appendTokens(a->id, {6, 7, 8, 9, 10, 11}).ok());  // 11 tokens, 3 blocks
+  EXPECT_EQ(kv.usage().used, 3);
+  EXPECT_FALSE(kv.truncate(a->id, 4).ok());             // below the computed tokens
+  EXPECT_FALSE(kv.rewriteTokens(a->id, 4, {0}).ok());   // a computed position
+  EXPECT_FALSE(kv.rewriteTokens(a->id, 10, {0, 0}).ok());  // past the end
+  ASSERT_TRUE(kv.rewriteTokens(a->id, 5, {60, 70}).ok());
+  ASSERT_TRUE(kv.truncate(a->id, 7).ok());
+  EXPECT_EQ(kv.table(a->id)->tokens(), (std::vector<int32_t>{1, 2, 3, 4, 5, 60, 70}));
+  EXPECT_EQ(kv.usage().used, 2);
+  ASSERT_TRUE(kv.markComputed(a->id, 7).ok());
+  ASSERT_TRUE(kv.appendTokens(a->id, {80}).ok());
+  ASSERT_TRUE(kv.markComputed(a->id, 8).ok());
+  ASSERT_TRUE(kv.free(a->id).ok());
+  // The cache holds the rewritten tokens, not the truncated ones.
+  StatusOr<SequenceKv> b = kv.admit({1, 2, 3, 4, 5, 60, 70, 80, 9});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->num_cached_tokens, 8);
+  StatusOr<SequenceKv> c = kv.admit({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->num_cached_tokens, 4);
+}
+
+}  // namespace
+}  // namespace ingot

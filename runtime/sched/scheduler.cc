@@ -94,6 +94,44 @@ Status Scheduler::appendToken(RequestId id, int32_t token) {
   return okStatus();
 }
 
+Status Scheduler::setDraft(RequestId id, std::vector<int32_t> draft) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return unknownRequest(id);
+  it->second.draft = std::move(draft);
+  drafted_.push_back(id);
+  return okStatus();
+}
+
+bool Scheduler::isDecodeReady(RequestId id) const {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  const Request& r = it->second;
+  return r.kv_seq >= 0 && r.pending_draft == 0 && r.num_computed == r.num_in_kv &&
+         static_cast<int32_t>(r.tokens.size()) == r.num_in_kv + 1;
+}
+
+Status Scheduler::acceptDraft(RequestId id, const std::vector<int32_t>& accepted) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return unknownRequest(id);
+  Request& r = it->second;
+  const int32_t a = static_cast<int32_t>(accepted.size());
+  if (r.pending_draft == 0 || r.kv_seq < 0)
+    return failedPrecondition("scheduler: request " + std::to_string(id) +
+                              " has no draft to accept");
+  if (a > r.pending_draft)
+    return invalidArgument("scheduler: " + std::to_string(a) + " tokens accepted of a draft of " +
+                           std::to_string(r.pending_draft));
+  const int32_t kept = r.num_computed + a;
+  INGOT_RETURN_IF_ERROR(kv_->truncate(r.kv_seq, kept));
+  INGOT_RETURN_IF_ERROR(kv_->rewriteTokens(r.kv_seq, r.num_computed, accepted));
+  INGOT_RETURN_IF_ERROR(kv_->markComputed(r.kv_seq, kept));
+  r.tokens.insert(r.tokens.end(), accepted.begin(), accepted.end());
+  r.num_computed = kept;
+  r.num_in_kv = kept;
+  r.pending_draft = 0;
+  return okStatus();
+}
+
 Status Scheduler::fork(RequestId parent, RequestId child) {
   auto it = requests_.find(parent);
   if (it == requests_.end()) return unknownRequest(parent);
@@ -182,7 +220,20 @@ StepPlan Scheduler::schedule() {
                         static_cast<int32_t>(r.tokens.size()) == r.num_in_kv + 1;
     if (!decode) continue;
     const std::vector<int32_t> token{r.tokens.back()};
-    StatusOr<AppendResult> appended = kv_->appendTokens(r.kv_seq, token);
+    // A draft rides along only where it costs nothing else: budget, length and free blocks.
+    int32_t k = static_cast<int32_t>(r.draft.size());
+    if (k > 0 && (budget < 1 + k ||
+                  static_cast<int64_t>(r.tokens.size()) + k > max_seq_tokens_ ||
+                  kv_->blocksNeededToAppend(r.kv_seq, 1 + k) > kv_->usage().free))
+      k = 0;
+    std::vector<int32_t> withDraft = token;
+    withDraft.insert(withDraft.end(), r.draft.begin(), r.draft.begin() + k);
+    StatusOr<AppendResult> appended = kv_->appendTokens(r.kv_seq, withDraft);
+    if (k > 0 && !appended.ok()) {
+      k = 0;
+      withDraft = token;
+      appended = kv_->appendTokens(r.kv_seq, token);
+    }
     while (!appended.ok()) {
       const Key victim_key = *running_.rbegin();
       Request& victim = requests_.at(std::get<2>(victim_key));
@@ -192,25 +243,30 @@ StepPlan Scheduler::schedule() {
       appended = kv_->appendTokens(r.kv_seq, token);
     }
     if (!appended.ok()) continue;  // preempted itself
-    r.num_in_kv += 1;
+    r.num_in_kv += 1 + k;
     decoded.insert(id);
-    decodeCost += tokenCost(r.num_in_kv - 1);
+    decodeCost += (1 + k) * tokenCost(r.num_in_kv - 1);
     const BlockTable* table = kv_->table(r.kv_seq);
     ScheduledSeq s;
     s.id = id;
     s.kv_seq = r.kv_seq;
     s.start = r.num_computed;
-    s.tokens = token;
+    s.tokens = std::move(withDraft);
     s.slots = appended->slots;
     s.blocks.assign(table->blocks().begin(), table->blocks().end());
     s.needs_logits = true;
     s.is_decode = true;
+    s.num_draft = k;
     plan.copies.insert(plan.copies.end(), appended->copies.begin(), appended->copies.end());
     plan.seqs.push_back(std::move(s));
-    plan.num_tokens += 1;
+    plan.num_tokens += 1 + k;
     plan.num_decodes += 1;
-    budget -= 1;
+    budget -= 1 + k;
   }
+  // Drafts are for this step only.
+  for (RequestId id : drafted_)
+    if (auto it = requests_.find(id); it != requests_.end()) it->second.draft.clear();
+  drafted_.clear();
 
   // While decodes run, prefill is limited by cost too, so their step time stays bounded.
   const bool costLimited = plan.num_decodes > 0 && options_.max_prefill_while_decoding > 0;
@@ -269,6 +325,13 @@ Status Scheduler::completeStep(const StepPlan& plan) {
   for (const ScheduledSeq& s : plan.seqs) {
     auto it = requests_.find(s.id);
     if (it == requests_.end() || it->second.kv_seq != s.kv_seq) continue;  // cancelled
+    if (s.num_draft > 0) {
+      // Only the decode token is computed for good; the draft waits for acceptDraft().
+      INGOT_RETURN_IF_ERROR(kv_->markComputed(s.kv_seq, s.start + 1));
+      it->second.num_computed = s.start + 1;
+      it->second.pending_draft = s.num_draft;
+      continue;
+    }
     INGOT_RETURN_IF_ERROR(kv_->markComputed(s.kv_seq, s.seqLen()));
     it->second.num_computed = s.seqLen();
   }

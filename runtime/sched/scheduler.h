@@ -87,6 +87,23 @@ class Scheduler {
   Status appendToken(RequestId id, int32_t token);
   /// Ends a request normally (same effect as cancel, but an unknown id is an error).
   Status finish(RequestId id);
+  /// Speculative decoding: `draft` tokens (a flattened tree under the request's last
+  /// token, root excluded) to run with the request's next decode token in the next
+  /// schedule(). Their KV slots follow the decode token's. They are dropped (the decode
+  /// runs alone) when the request does not decode in that step, the step's budget cannot
+  /// take them, the sequence would outgrow maxSequenceTokens(), or the pool lacks free
+  /// blocks for them (drafts never preempt or evict). Fails for an unknown request.
+  Status setDraft(RequestId id, std::vector<int32_t> draft);
+  /// True when the request's next step is a decode (its KV is complete and one sampled
+  /// token waits to be fed back).
+  bool isDecodeReady(RequestId id) const;
+  /// After completeStep() of a step that ran a draft for `id`: keeps the KV of the
+  /// `accepted` tokens (already moved to the positions right after the decode token),
+  /// appends them to the request and releases the rest of the draft's slots. Then
+  /// appendToken() the bonus token as usual. Fails when no draft is pending or more tokens
+  /// are accepted than were drafted.
+  Status acceptDraft(RequestId id, const std::vector<int32_t>& accepted);
+
   /// Starts `child` as a copy of `parent` (sharing its KV blocks copy-on-write): for
   /// parallel samples after the parent's prompt is computed. The child joins running.
   Status fork(RequestId parent, RequestId child);
@@ -111,6 +128,8 @@ class Scheduler {
     SeqId kv_seq = -1;            // -1 while waiting
     int32_t num_in_kv = 0;        // tokens in the KV block table
     int32_t num_computed = 0;     // tokens whose KV is written
+    std::vector<int32_t> draft;   // speculative tokens for the next schedule() only
+    int32_t pending_draft = 0;    // draft tokens in the KV table awaiting acceptDraft()
   };
 
   void preempt(Request& r);
@@ -132,6 +151,7 @@ class Scheduler {
   std::set<Key> running_;
   int64_t next_arrival_ = 0;
   int64_t num_preemptions_ = 0;
+  std::vector<RequestId> drafted_;  // requests with a draft set for the next schedule()
 };
 
 }  // namespace ingot

@@ -325,3 +325,101 @@ TEST(SchedulerTest, ForkSharesThePromptBlocks) {
 
 }  // namespace
 }  // namespace ingot
+
+namespace ingot {
+namespace {
+
+TEST(SchedulerDraftTest, DraftRidesWithTheDecodeAndAcceptDraftKeepsOnlyTheAcceptedTokens) {
+  KvCacheManager kv(64, 4);
+  SchedulerOptions o;
+  o.max_batched_tokens = 64;
+  Scheduler s(&kv, o);
+  ASSERT_TRUE(s.add(1, {10, 11, 12, 13, 14, 15}).ok());
+  StepPlan prefill = s.schedule();
+  ASSERT_TRUE(s.completeStep(prefill).ok());
+  ASSERT_TRUE(s.appendToken(1, 16).ok());
+  ASSERT_TRUE(s.isDecodeReady(1));
+  // Five draft tokens after the decode token 16 (at position 6): slots 6..11.
+  ASSERT_TRUE(s.setDraft(1, {17, 18, 99, 98, 97}).ok());
+  StepPlan plan = s.schedule();
+  ASSERT_EQ(plan.seqs.size(), 1u);
+  const ScheduledSeq& q = plan.seqs[0];
+  EXPECT_EQ(q.num_draft, 5);
+  EXPECT_EQ(q.tokens, (std::vector<int32_t>{16, 17, 18, 99, 98, 97}));
+  EXPECT_EQ(q.start, 6);
+  EXPECT_EQ(q.seqLen(), 12);
+  EXPECT_EQ(plan.num_tokens, 6);
+  ASSERT_TRUE(s.completeStep(plan).ok());
+  EXPECT_FALSE(s.isDecodeReady(1));  // the draft waits for acceptDraft
+  EXPECT_EQ(kv.numComputedTokens(q.kv_seq), 7);
+  const int32_t used_with_draft = kv.usage().used;
+  EXPECT_EQ(used_with_draft, 3);  // 12 tokens of 4-token blocks
+  // More accepted than drafted, or a second accept, fails.
+  EXPECT_FALSE(s.acceptDraft(1, {1, 2, 3, 4, 5, 6}).ok());
+  ASSERT_TRUE(s.acceptDraft(1, {17, 18}).ok());
+  EXPECT_FALSE(s.acceptDraft(1, {}).ok());
+  EXPECT_EQ(*s.tokens(1), (std::vector<int32_t>{10, 11, 12, 13, 14, 15, 16, 17, 18}));
+  EXPECT_EQ(kv.numComputedTokens(q.kv_seq), 9);
+  EXPECT_EQ(kv.table(q.kv_seq)->numTokens(), 9);
+  EXPECT_EQ(kv.usage().used, 3);  // 9 tokens still need 3 blocks
+  ASSERT_TRUE(s.appendToken(1, 19).ok());
+  EXPECT_TRUE(s.isDecodeReady(1));
+  StepPlan next = s.schedule();
+  ASSERT_EQ(next.seqs.size(), 1u);
+  EXPECT_EQ(next.seqs[0].num_draft, 0);  // drafts last one step
+  EXPECT_EQ(next.seqs[0].start, 9);
+  EXPECT_EQ(next.seqs[0].tokens, std::vector<int32_t>{19});
+}
+
+TEST(SchedulerDraftTest, RejectedDraftReleasesItsBlocks) {
+  KvCacheManager kv(64, 4);
+  Scheduler s(&kv, SchedulerOptions{});
+  ASSERT_TRUE(s.add(1, {1, 2, 3, 4}).ok());
+  StepPlan prefill = s.schedule();
+  ASSERT_TRUE(s.completeStep(prefill).ok());
+  ASSERT_TRUE(s.appendToken(1, 5).ok());
+  ASSERT_TRUE(s.setDraft(1, {6, 7, 8, 9, 10, 11, 12}).ok());
+  StepPlan plan = s.schedule();
+  ASSERT_EQ(plan.seqs[0].num_draft, 7);
+  ASSERT_TRUE(s.completeStep(plan).ok());
+  EXPECT_EQ(kv.usage().used, 3);  // 12 tokens
+  ASSERT_TRUE(s.acceptDraft(1, {}).ok());
+  EXPECT_EQ(kv.usage().used, 2);  // 5 tokens
+  ASSERT_TRUE(s.finish(1).ok());
+  EXPECT_EQ(kv.usage().used, 0);
+}
+
+TEST(SchedulerDraftTest, DraftIsDroppedWhenBudgetOrBlocksCannotTakeIt) {
+  {
+    KvCacheManager kv(64, 4);
+    SchedulerOptions o;
+    o.max_batched_tokens = 4;
+    Scheduler s(&kv, o);
+    ASSERT_TRUE(s.add(1, {1, 2, 3}).ok());
+    ASSERT_TRUE(s.completeStep(s.schedule()).ok());
+    ASSERT_TRUE(s.appendToken(1, 4).ok());
+    ASSERT_TRUE(s.setDraft(1, {5, 6, 7, 8}).ok());  // 1 + 4 > budget 4
+    StepPlan plan = s.schedule();
+    EXPECT_EQ(plan.seqs[0].num_draft, 0);
+    EXPECT_EQ(plan.num_tokens, 1);
+  }
+  {
+    KvCacheManager kv(2, 4);  // 8 slots in all
+    Scheduler s(&kv, SchedulerOptions{});
+    ASSERT_TRUE(s.add(1, {1, 2, 3}).ok());
+    ASSERT_TRUE(s.completeStep(s.schedule()).ok());
+    ASSERT_TRUE(s.appendToken(1, 4).ok());
+    ASSERT_TRUE(s.setDraft(1, {5, 6, 7, 8, 9}).ok());  // would need a third block
+    StepPlan plan = s.schedule();
+    EXPECT_EQ(plan.seqs[0].num_draft, 0);
+    EXPECT_TRUE(plan.preempted.empty());
+  }
+  {
+    KvCacheManager kv(64, 4);
+    Scheduler s(&kv, SchedulerOptions{});
+    EXPECT_FALSE(s.setDraft(7, {1}).ok());  // unknown request
+  }
+}
+
+}  // namespace
+}  // namespace ingot

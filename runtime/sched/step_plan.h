@@ -29,6 +29,9 @@ struct ScheduledSeq {
   bool needs_logits = false;
   /// One generated token being fed back (as opposed to a prompt/recompute chunk).
   bool is_decode = false;
+  /// Speculative draft tokens after the decode token: tokens[1..] (a flattened token tree
+  /// whose root is tokens[0]); every row needs logits. 0 for an ordinary decode.
+  int32_t num_draft = 0;
 
   int32_t numTokens() const { return static_cast<int32_t>(tokens.size()); }
   /// KV length of the sequence after this step.

@@ -100,6 +100,17 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
          m.computed_tokens, &out);
   scalar("counter", "ingot_preemptions_total", "Sequences preempted for KV space.", m.preemptions, &out);
   scalar("counter", "ingot_engine_steps_total", "Engine steps run.", m.steps, &out);
+  scalar("counter", "ingot_spec_decode_num_drafts_total", "Speculative draft trees verified.",
+         m.spec_trees, &out);
+  scalar("counter", "ingot_spec_decode_num_draft_tokens_total",
+         "Speculative draft tokens run through the model.", m.spec_draft_tokens, &out);
+  scalar("counter", "ingot_spec_decode_num_path_tokens_total",
+         "Draft tokens on the longest path of each verified tree.", m.spec_path_tokens, &out);
+  scalar("counter", "ingot_spec_decode_num_accepted_tokens_total",
+         "Speculative draft tokens accepted.", m.spec_accepted_tokens, &out);
+  scalar("counter", "ingot_spec_decode_target_passes_total",
+         "Model passes (engine steps) that verified at least one draft tree.",
+         m.spec_target_passes, &out);
   scalar("gauge", "ingot_num_requests_running", "Sequences running.", m.running, &out);
   scalar("gauge", "ingot_num_requests_waiting", "Sequences waiting for a batch slot.", m.waiting, &out);
   scalar("gauge", "ingot_kv_blocks_used", "KV cache blocks held by sequences.", m.kv_blocks_used, &out);

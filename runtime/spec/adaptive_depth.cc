@@ -30,4 +30,17 @@ int32_t AdaptiveDepth::depthFor(int32_t batch_size) const {
   return batch_size > config_.max_batch_size ? 0 : depth();
 }
 
+int32_t AdaptiveDepth::nextDepth(int32_t batch_size) {
+  if (batch_size > config_.max_batch_size) return 0;
+  if (ema_ < config_.pause_below) {
+    if (paused_ < config_.pause_steps) {
+      ++paused_;
+      return 0;
+    }
+    paused_ = 0;
+    return config_.min_depth;
+  }
+  return depth();
+}
+
 }  // namespace ingot

@@ -17,6 +17,11 @@ struct AdaptiveDepthConfig {
   /// Above this many running requests a step is compute-bound already and drafting costs
   /// more than it saves: speculation is switched off (depthFor returns 0).
   int32_t max_batch_size = 32;
+  /// A request whose average accepted tokens per step falls below this pauses speculating
+  /// (a draft that is never right only costs), and probes again at min_depth every
+  /// pause_steps steps.
+  double pause_below = 0.1;
+  int32_t pause_steps = 16;
 };
 
 /// Per request. The rule: depth = clamp(round(ema) + 1, min_depth, max_depth), where ema is
@@ -37,11 +42,15 @@ class AdaptiveDepth {
   int32_t depth() const;
   /// Draft depth when `batch_size` requests run this step; 0 = do not speculate.
   int32_t depthFor(int32_t batch_size) const;
+  /// depthFor(), and the pause: 0 while paused (counting the step), then min_depth once
+  /// to probe.
+  int32_t nextDepth(int32_t batch_size);
   double acceptedAverage() const { return ema_; }
 
  private:
   AdaptiveDepthConfig config_;
   double ema_;
+  int32_t paused_ = 0;
 };
 
 }  // namespace ingot

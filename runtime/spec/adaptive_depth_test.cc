@@ -45,5 +45,22 @@ TEST(AdaptiveDepthTest, LargeBatchesTurnSpeculationOff) {
   EXPECT_EQ(a.depthFor(17), 0);
 }
 
+TEST(AdaptiveDepthTest, ADraftThatIsNeverRightPausesAndProbes) {
+  AdaptiveDepthConfig c;
+  c.pause_steps = 4;
+  AdaptiveDepth d(c);
+  int steps = 0;
+  while (d.nextDepth(1) > 0 && steps < 100) {
+    d.observe(d.depth(), 0);
+    ++steps;
+  }
+  EXPECT_LT(steps, 30);  // the average fell below pause_below
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(d.nextDepth(1), 0);
+  EXPECT_EQ(d.nextDepth(1), 1);  // a probe at min_depth
+  d.observe(1, 1);               // it hit: speculation resumes
+  EXPECT_GT(d.nextDepth(1), 0);
+  EXPECT_EQ(d.nextDepth(64), 0);  // and large batches still turn it off
+}
+
 }  // namespace
 }  // namespace ingot

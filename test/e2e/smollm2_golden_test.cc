@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/engine/engine.h"
 #include "runtime/generate/sampler.h"
 #include "runtime/generate/sequence_runner.h"
 
@@ -137,6 +139,84 @@ TEST(SmolLM2Golden, Bf16KeepsTheFirst16GreedyTokensOnAtLeast7Of8Prompts) {
   }
   std::cout << "[ golden ] bf16: " << same << "/" << total << " prompts keep 16 greedy tokens\n";
   EXPECT_GE(same * 8, total * 7);
+}
+
+/// Greedy tokens of every golden prompt through the engine, all requests batched together.
+std::vector<std::vector<int32_t>> engineGreedy(const Artifact& artifact,
+                                               const std::vector<GoldenCase>& cases,
+                                               const SpeculativeOptions& spec, EngineMetrics* m) {
+  EngineOptions o;
+  o.num_threads = 2;
+  o.num_kv_blocks = 256;
+  o.eos_token_ids = std::vector<int32_t>{};  // compare whole continuations
+  o.speculative = spec;
+  StatusOr<std::unique_ptr<Engine>> engine = Engine::create(artifact, o);
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  if (!engine.ok()) return {};
+  std::vector<std::vector<int32_t>> out(cases.size());
+  std::map<RequestId, size_t> index;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SamplingParams p;
+    p.max_tokens = static_cast<int32_t>(cases[i].greedy.size());
+    StatusOr<RequestId> id = (*engine)->addRequest(cases[i].prompt_ids, p);
+    EXPECT_TRUE(id.ok());
+    index[*id] = i;
+  }
+  while ((*engine)->hasWork()) {
+    StatusOr<std::vector<RequestOutput>> step = (*engine)->step();
+    EXPECT_TRUE(step.ok()) << step.status().message();
+    if (!step.ok()) break;
+    for (const RequestOutput& r : *step) {
+      std::vector<int32_t>& t = out[index.at(r.id)];
+      t.insert(t.end(), r.token_ids.begin(), r.token_ids.end());
+    }
+  }
+  *m = (*engine)->metrics();
+  return out;
+}
+
+TEST(SmolLM2Golden, SpeculationKeepsGreedyOutputTokenForToken) {
+  // f32: against transformers' goldens as the plain decode test does; bf16: against the
+  // engine without speculation. Every draft source: prompt-lookup chains and 3-branch
+  // trees, self-speculation (the artifacts carry a 6-layer draft program) and a draft
+  // model (the other artifact).
+  const std::vector<GoldenCase> cases = loadGoldens();
+  for (const char* path : {INGOT_SMOLLM2_F32, INGOT_SMOLLM2_BF16}) {
+    auto artifact = openOrSkip(path);
+    SKIP_WITHOUT(artifact, path);
+    EngineMetrics m;
+    const auto plain = engineGreedy(*artifact, cases, SpeculativeOptions{}, &m);
+    if (path == std::string(INGOT_SMOLLM2_F32)) {
+      for (size_t c = 0; c < cases.size(); ++c)
+        for (size_t i = 0; i < cases[c].greedy.size(); ++i) {
+          const size_t pos = cases[c].prompt_ids.size() + i - 1;
+          if (cases[c].top_logits[pos][0] - cases[c].top_logits[pos][1] < 1e-3) break;
+          ASSERT_EQ(plain[c][i], cases[c].greedy[i]) << "prompt '" << cases[c].prompt << "'";
+        }
+    }
+    // The other artifact (f32 for bf16 and back) is a draft model with the same tokenizer.
+    auto other = openOrSkip(path == std::string(INGOT_SMOLLM2_F32) ? INGOT_SMOLLM2_BF16
+                                                                   : INGOT_SMOLLM2_F32);
+    ASSERT_TRUE(other);
+    struct Source {
+      const char* name;
+      int32_t branches;
+    };
+    for (const Source& s : {Source{"prompt-lookup", 1}, Source{"prompt-lookup", 3},
+                            Source{"self", 1}, Source{"draft-model", 1},
+                            Source{"draft-model", 3}}) {
+      StatusOr<SpeculativeOptions> spec = speculativeOptions(s.name, 8, s.branches);
+      ASSERT_TRUE(spec.ok());
+      spec->draft = other.get();
+      EXPECT_EQ(engineGreedy(*artifact, cases, *spec, &m), plain)
+          << path << " with " << s.name << ", " << s.branches << " branch(es)";
+      std::cout << "[ golden ] " << path << ", " << s.name << " x" << s.branches << ": "
+                << m.spec_trees << " trees, " << m.spec_accepted_tokens
+                << " draft tokens accepted, " << m.steps << " target passes for "
+                << m.generation_tokens << " tokens\n";
+      EXPECT_GT(m.spec_trees, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -76,6 +76,17 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
   b->pool_ = std::make_unique<ThreadPool>(threads);
   b->attention_scratch_ = std::make_unique<AttentionScratch>();
   b->slots_.resize(b->plan_->slot_widths.size());
+  // Programs compiled for speculative decoding take tree_start / tree_bits after the eight
+  // inputs; a caller with no trees may leave them out (see step()).
+  const schema::ProgramDef* program = artifact.manifest().programs()->Get(options.program);
+  auto inputNamed = [&](uint32_t i, const char* name) {
+    if (!program->buffers() || program->buffers()->size() <= i) return false;
+    const schema::BufferDef* buffer = program->buffers()->Get(i);
+    return buffer->kind() == schema::BufferKind::Input && buffer->name() &&
+           buffer->name()->str() == name;
+  };
+  b->tree_inputs_ = b->plan_->num_extra_inputs == 2 && inputNamed(8, "tree_start") &&
+                    inputNamed(9, "tree_bits");
   return b;
 }
 
@@ -90,12 +101,49 @@ Status CpuBackend::copyKvBlocks(int64_t src, int64_t dst) {
   return okStatus();
 }
 
+Status CpuBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) {
+  const KvCacheLayout& layout = plan_->kv_layout;
+  const int64_t slots = num_kv_blocks_ * layout.block_size;
+  for (const auto& [from, to] : moves)
+    if (from < 0 || to < 0 || from >= slots || to >= slots)
+      return invalidArgument("copyKvSlots: slot " + std::to_string(from < 0 || from >= slots ? from : to) +
+                             " outside the pool of " + std::to_string(slots) + " slots");
+  const size_t rowBytes = static_cast<size_t>(layout.rowFloats()) * sizeof(float);
+  for (const auto& [from, to] : moves) {
+    if (from == to) continue;
+    const int64_t fb = from / layout.block_size, fo = from % layout.block_size;
+    const int64_t tb = to / layout.block_size, to_off = to % layout.block_size;
+    for (int64_t layer = 0; layer < layout.num_layers; ++layer)
+      for (int64_t kv = 0; kv < 2; ++kv)
+        std::memcpy(kv_pool_.data() + layout.rowOffset(tb, layer, kv, to_off),
+                    kv_pool_.data() + layout.rowOffset(fb, layer, kv, fo), rowBytes);
+  }
+  return okStatus();
+}
+
 float* CpuBackend::bufferData(int32_t buffer) {
   return slots_[plan_->buffers[buffer].slot].data();
 }
 
-Status CpuBackend::step(const StepInputs& inputs, std::vector<float>* logits) {
-  INGOT_RETURN_IF_ERROR(inputs.validate(shape_, num_kv_blocks_));
+Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
+  INGOT_RETURN_IF_ERROR(given.validate(shape_, num_kv_blocks_));
+  const StepInputs* in_ptr = &given;
+  StepInputs with_trees;
+  if (tree_inputs_ && given.extra_inputs.empty()) {
+    // No tree anywhere: each request's tree starts at its KV length (plain causal).
+    with_trees = given;
+    no_tree_start_.assign(given.seq_lens.begin(), given.seq_lens.end());
+    no_tree_bits_.assign(static_cast<size_t>(given.num_requests), 0);
+    no_tree_shapes_[0] = given.num_requests;
+    no_tree_shapes_[1] = given.num_requests;
+    no_tree_shapes_[2] = 1;
+    no_tree_shapes_[3] = 1;
+    with_trees.extra_inputs = {
+        {RegionType::kI32, no_tree_shapes_, 1, no_tree_start_.data()},
+        {RegionType::kI32, no_tree_shapes_ + 1, 3, no_tree_bits_.data()}};
+    in_ptr = &with_trees;
+  }
+  const StepInputs& inputs = *in_ptr;
   if (static_cast<int32_t>(inputs.extra_inputs.size()) < plan_->num_extra_inputs)
     return invalidArgument("step: the program takes " + std::to_string(plan_->num_extra_inputs) +
                            " extra inputs, " + std::to_string(inputs.extra_inputs.size()) +

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "runtime/artifact/artifact_reader.h"
@@ -54,13 +55,18 @@ class CpuBackend {
   CpuBackend& operator=(const CpuBackend&) = delete;
 
   /// Runs one batched step: writes the new tokens' K/V into the pool and sets `logits` to
-  /// [inputs.logit_rows.size(), vocab] row-major. Invalid inputs (StepInputs::validate,
+  /// [inputs.logit_rows.size(), vocab] row-major. A program compiled with the speculative
+  /// tree inputs (tree_start, tree_bits) may be given no extra inputs: it then runs as
+  /// plain causal attention, as if no request had a tree. Invalid inputs (StepInputs::validate,
   /// extra operands) are rejected before anything runs; a region that traps during
   /// attention fails the step after this step's K/V were written.
   Status step(const StepInputs& inputs, std::vector<float>* logits);
 
   /// Copies every layer's K and V of block `src` to block `dst` (copy-on-write).
   Status copyKvBlocks(int64_t src, int64_t dst);
+  /// Copies every layer's K and V row of slot `from` to slot `to`, pair by pair in order
+  /// (a verified speculative path compacted into place). Slots must be in the pool.
+  Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves);
 
   const ModelShape& modelShape() const { return shape_; }
   int64_t numKvBlocks() const { return num_kv_blocks_; }
@@ -100,6 +106,11 @@ class CpuBackend {
   std::vector<std::vector<float>> slots_;  // activation storage, reused across steps
   std::vector<float> gathered_;            // logits: the gathered hidden rows
   int64_t num_tokens_ = 0;                 // T of the step in progress
+  /// The program takes tree_start / tree_bits; with their no-tree defaults for callers
+  /// that pass none.
+  bool tree_inputs_ = false;
+  std::vector<int32_t> no_tree_start_, no_tree_bits_;
+  int64_t no_tree_shapes_[4] = {0, 0, 1, 1};
 };
 
 }  // namespace ingot

@@ -17,6 +17,75 @@ constexpr uint8_t kMaskArgHead = 1;
 constexpr uint8_t kMaskArgQ = 2;
 constexpr uint8_t kMaskArgKv = 3;
 
+constexpr uint8_t kMaskArgB = 0;
+
+/// The instruction defining each register (null where none does).
+std::vector<const RegionInstruction*> definitions(const RegionProgram& program) {
+  std::vector<const RegionInstruction*> def(program.registerCount(), nullptr);
+  for (const RegionInstruction& ins : program.instructions())
+    if (ins.opcode != RegionOpcode::kYield && ins.dst < def.size()) def[ins.dst] = &ins;
+  return def;
+}
+
+/// Whether register `reg` is the compare kv <= q (or q >= kv) of the arguments.
+bool isCausalCompare(const std::vector<const RegionInstruction*>& def, uint16_t reg) {
+  const RegionInstruction* cmp = def[reg];
+  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return false;
+  auto isArg = [&](uint16_t r, uint8_t arg) {
+    return def[r] && def[r]->opcode == RegionOpcode::kArgument && def[r]->a8 == arg;
+  };
+  const auto p = static_cast<CmpIPredicate>(cmp->a8);
+  const uint16_t lhs = cmp->src[0], rhs = cmp->src[1];
+  // q and kv are non-negative, so signed and unsigned orders agree.
+  if ((p == CmpIPredicate::kUle || p == CmpIPredicate::kSle) && isArg(lhs, kMaskArgKv) &&
+      isArg(rhs, kMaskArgQ))
+    return true;
+  return (p == CmpIPredicate::kUge || p == CmpIPredicate::kSge) && isArg(lhs, kMaskArgQ) &&
+         isArg(rhs, kMaskArgKv);
+}
+
+/// Whether register `reg` depends on no mask argument but `b` (constants, loads indexed by
+/// such values and arithmetic on them).
+bool readsOnlyRequest(const RegionProgram& program,
+                      const std::vector<const RegionInstruction*>& def, uint16_t reg) {
+  std::vector<uint16_t> work{reg};
+  std::vector<bool> seen(def.size(), false);
+  while (!work.empty()) {
+    const uint16_t r = work.back();
+    work.pop_back();
+    if (seen[r]) continue;
+    seen[r] = true;
+    const RegionInstruction* ins = def[r];
+    if (!ins) return false;
+    if (ins->opcode == RegionOpcode::kArgument) {
+      if (ins->a8 != kMaskArgB) return false;
+      continue;
+    }
+    for (uint8_t i = 0; i < ins->num_src && i < 3; ++i) work.push_back(ins->src[i]);
+    if (ins->opcode == RegionOpcode::kRegionLoad)
+      for (uint32_t d = 0; d < ins->rank; ++d)
+        work.push_back(program.loadIndices()[ins->first_index + d]);
+  }
+  return true;
+}
+
+/// E when `reg` is the compare kv < E (signed) or E > kv with E reading only `b`; else -1.
+/// (Unsigned compares are left alone: a negative E would then make every key visible.)
+int prefixBound(const RegionProgram& program, const std::vector<const RegionInstruction*>& def,
+                uint16_t reg) {
+  const RegionInstruction* cmp = def[reg];
+  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return -1;
+  auto isKv = [&](uint16_t r) {
+    return def[r] && def[r]->opcode == RegionOpcode::kArgument && def[r]->a8 == kMaskArgKv;
+  };
+  const auto p = static_cast<CmpIPredicate>(cmp->a8);
+  int bound = -1;
+  if (p == CmpIPredicate::kSlt && isKv(cmp->src[0])) bound = cmp->src[1];
+  if (p == CmpIPredicate::kSgt && isKv(cmp->src[1])) bound = cmp->src[0];
+  if (bound < 0 || !readsOnlyRequest(program, def, static_cast<uint16_t>(bound))) return -1;
+  return bound;
+}
+
 /// True when `program` is exactly: q, kv arguments, one compare meaning kv <= q, yield.
 bool isCausalMask(const RegionProgram& program) {
   int qReg = -1, kvReg = -1, cmpReg = -1;
@@ -59,6 +128,23 @@ void AttentionVariantPrograms::analyze() {
   for (const RegionInstruction& ins : mask->instructions())
     if (ins.opcode == RegionOpcode::kArgument && ins.a8 == kMaskArgHead) mask_reads_head = true;
   mask_is_causal = isCausalMask(*mask);
+  mask_implies_causal = mask_is_causal;
+  prefix_bound_reg = -1;
+  if (mask_is_causal) return;
+  // yield(andi(causal, rest)) in either order; rest = ori(kv < E, ...) in either order.
+  const std::vector<const RegionInstruction*> def = definitions(*mask);
+  const RegionInstruction& yield = mask->instructions().back();
+  const RegionInstruction* conj = def[yield.src[0]];
+  if (!conj || conj->opcode != RegionOpcode::kAndI) return;
+  for (int side = 0; side < 2; ++side) {
+    if (!isCausalCompare(def, conj->src[side])) continue;
+    mask_implies_causal = true;
+    const RegionInstruction* disj = def[conj->src[1 - side]];
+    if (!disj || disj->opcode != RegionOpcode::kOrI) return;
+    for (int alt = 0; alt < 2 && prefix_bound_reg < 0; ++alt)
+      prefix_bound_reg = prefixBound(*mask, def, disj->src[alt]);
+    return;
+  }
 }
 
 void kvWriteRows(float* cache, const KvCacheLayout& layout, int64_t layer, const float* k,
@@ -109,7 +195,10 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
   scratch.scores.resize(pool.size());
   scratch.visible.resize(pool.size());
   scratch.softmax.resize(pool.size());
+  scratch.tree_keys.resize(pool.size());
+  scratch.gathered.resize(pool.size());
   for (int w = 0; w < pool.size(); ++w) {
+    scratch.gathered[w].resize(2 * bs * D);
     scratch.scores[w].resize(rowsPerTile * bs);
     scratch.visible[w].resize(kQueryTile * bs);
     scratch.softmax[w].resize(3 * rowsPerTile);
@@ -128,6 +217,19 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
   const bool perHeadMask = variant.mask && !variant.mask_is_causal && variant.mask_reads_head;
   const bool sharedMask = variant.mask && !variant.mask_is_causal && !variant.mask_reads_head;
 
+  // Keys below a request's prefix bound are visible (given kv <= q) without evaluation.
+  std::vector<int64_t>& visibleBelow = scratch.visible_below;
+  visibleBelow.assign(batch.num_requests, variant.mask ? 0 : std::numeric_limits<int64_t>::max());
+  if (variant.mask && variant.prefix_bound_reg >= 0) {
+    for (int64_t b = 0; b < batch.num_requests; ++b) {
+      StatusOr<int64_t> bound = variant.mask->evalRegisterPrechecked(
+          static_cast<uint16_t>(variant.prefix_bound_reg), b, 0, 0, 0, params.extra,
+          params.num_extra);
+      if (!bound.ok()) return bound.status();
+      visibleBelow[b] = std::max<int64_t>(*bound, 0);
+    }
+  }
+
   const int64_t numItems = static_cast<int64_t>(items.size());
   pool.parallelForDynamic(numItems * Hkv, [&](int64_t index, int worker) {
     if (failed.load(std::memory_order_relaxed)) return;
@@ -144,11 +246,68 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
     float* runSum = runMax + rowsPerTile;
     float* alpha = runSum + rowsPerTile;
 
-    // Keys a token may see at most: a causal token sees up to its own slot.
+    // Scores of token i against n keys (rows k/v at `stride`), masked by `vis` (null: all
+    // shown), then one online-softmax step and the p.v accumulation. `slot0` + j, or
+    // slots[j] when given, is key j's KV slot (for the mask and score regions).
+    auto accumulate = [&](int64_t i, const float* krows, const float* vrows, int64_t stride,
+                          int64_t n, int64_t slot0, const int64_t* slots, const uint8_t* vis,
+                          int64_t evalFrom) -> bool {
+      const int64_t t = item.t0 + i, qSlot = firstSlot + i;
+      float* s = scores + i * group * bs;
+      kernels.qk(q + t * H * D + g * group * D, D, group, krows, stride, n, D, params.scale, s,
+                 bs);
+      for (int64_t j = 0; j < group; ++j) {
+        const int64_t h = g * group + j;
+        float* sj = s + j * bs;
+        for (int64_t kv = 0; kv < n; ++kv) {
+          const int64_t slot = slots ? slots[kv] : slot0 + kv;
+          bool shown = true;
+          if (vis) {
+            shown = vis[kv];
+          } else if (perHeadMask && !slots && kv >= evalFrom) {
+            StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, h, qSlot, slot, params.extra,
+                                                                params.num_extra);
+            if (!m.ok()) return fail(m.status()), false;
+            shown = *m;
+          }
+          if (!shown) {
+            sj[kv] = negInf;
+          } else if (variant.score) {
+            StatusOr<float> r = variant.score->evalScorePrechecked(sj[kv], b, h, qSlot, slot,
+                                                                   params.extra, params.num_extra);
+            if (!r.ok()) return fail(r.status()), false;
+            sj[kv] = *r;
+          }
+        }
+        // Online softmax: rescale what was summed so far to the new running maximum.
+        const int64_t row = i * group + j;
+        float blockMax = negInf;
+        for (int64_t kv = 0; kv < n; ++kv) blockMax = std::max(blockMax, sj[kv]);
+        const float newMax = std::max(runMax[row], blockMax);
+        if (newMax == negInf) {  // nothing visible yet
+          alpha[row] = 1.f;
+          std::fill(sj, sj + n, 0.f);
+          continue;
+        }
+        alpha[row] = runMax[row] == negInf ? 0.f : std::exp(runMax[row] - newMax);
+        const float sum = kernels.exp_shifted(sj, n, newMax);
+        runSum[row] = runSum[row] * alpha[row] + sum;
+        runMax[row] = newMax;
+      }
+      kernels.pv(s, bs, group, vrows, stride, n, D, alpha + i * group,
+                 out + t * H * D + g * group * D, D);
+      return true;
+    };
+
+    // Keys a token may see at most: a causal token sees up to its own slot. A token inside
+    // its request's speculative tree (at or past the prefix bound) is done apart, below.
     int64_t keysOf[kQueryTile];
+    bool gathered[kQueryTile];
     int64_t tileKeys = 0;
     for (int64_t i = 0; i < tileTokens; ++i) {
-      keysOf[i] = variant.mask_is_causal ? firstSlot + i + 1 : len;
+      keysOf[i] = variant.mask_implies_causal ? firstSlot + i + 1 : len;
+      gathered[i] = sharedMask && variant.prefix_bound_reg >= 0 && firstSlot + i >= visibleBelow[b];
+      if (gathered[i]) keysOf[i] = 0;
       tileKeys = std::max(tileKeys, keysOf[i]);
       std::memset(out + (item.t0 + i) * H * D + g * group * D, 0, group * D * sizeof(float));
     }
@@ -174,11 +333,14 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
       for (int64_t i = 0; i < tileTokens; ++i) {
         const int64_t n = std::min(bs, keysOf[i] - start);
         if (n <= 0) continue;
-        const int64_t t = item.t0 + i, qSlot = firstSlot + i;
+        const int64_t qSlot = firstSlot + i;
         uint8_t* vis = visible + i * bs;
+        // Keys [start, start + evalFrom) of this block are visible without evaluation.
+        const int64_t evalFrom = std::clamp<int64_t>(visibleBelow[b] - start, 0, n);
         if (sharedMask) {
-          bool any = false;
-          for (int64_t j = 0; j < n; ++j) {
+          bool any = evalFrom > 0;
+          std::memset(vis, 1, evalFrom);
+          for (int64_t j = evalFrom; j < n; ++j) {
             StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, g * group, qSlot, start + j,
                                                                 params.extra, params.num_extra);
             if (!m.ok()) return fail(m.status());
@@ -187,48 +349,50 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
           }
           if (!any) continue;  // the whole block is hidden from this token
         }
-        float* s = scores + i * group * bs;
-        kernels.qk(q + t * H * D + g * group * D, D, group, krows, rowFloats, n, D, params.scale,
-                   s, bs);
-        for (int64_t j = 0; j < group; ++j) {
-          const int64_t h = g * group + j;
-          float* sj = s + j * bs;
-          for (int64_t kv = 0; kv < n; ++kv) {
-            bool shown = true;
-            if (sharedMask) {
-              shown = vis[kv];
-            } else if (perHeadMask) {
-              StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, h, qSlot, start + kv,
-                                                                  params.extra, params.num_extra);
-              if (!m.ok()) return fail(m.status());
-              shown = *m;
-            }
-            if (!shown) {
-              sj[kv] = negInf;
-            } else if (variant.score) {
-              StatusOr<float> r = variant.score->evalScorePrechecked(
-                  sj[kv], b, h, qSlot, start + kv, params.extra, params.num_extra);
-              if (!r.ok()) return fail(r.status());
-              sj[kv] = *r;
-            }
-          }
-          // Online softmax: rescale what was summed so far to the new running maximum.
-          const int64_t row = i * group + j;
-          float blockMax = negInf;
-          for (int64_t kv = 0; kv < n; ++kv) blockMax = std::max(blockMax, sj[kv]);
-          const float newMax = std::max(runMax[row], blockMax);
-          if (newMax == negInf) {  // nothing visible yet
-            alpha[row] = 1.f;
-            std::fill(sj, sj + n, 0.f);
-            continue;
-          }
-          alpha[row] = runMax[row] == negInf ? 0.f : std::exp(runMax[row] - newMax);
-          const float sum = kernels.exp_shifted(sj, n, newMax);
-          runSum[row] = runSum[row] * alpha[row] + sum;
-          runMax[row] = newMax;
+        if (!accumulate(i, krows, vrows, rowFloats, n, start, nullptr, sharedMask ? vis : nullptr,
+                        evalFrom))
+          return;
+      }
+    }
+
+    // Tokens of a speculative tree attend to the keys below the bound and to the tree keys
+    // the mask shows, gathered into one virtual sequence in slot order: a tree node's path
+    // then sits at the positions it has when decoded token by token, so it is scored in the
+    // same blocks, in the same order — bitwise the logits of sequential decoding.
+    for (int64_t i = 0; i < tileTokens; ++i) {
+      if (!gathered[i]) continue;
+      const int64_t qSlot = firstSlot + i, bound = visibleBelow[b];
+      std::vector<int64_t>& keys = scratch.tree_keys[worker];
+      keys.clear();
+      for (int64_t kv = 0; kv < bound; ++kv) keys.push_back(kv);
+      for (int64_t kv = bound; kv <= qSlot; ++kv) {
+        StatusOr<bool> m = variant.mask->evalMaskPrechecked(b, g * group, qSlot, kv, params.extra,
+                                                            params.num_extra);
+        if (!m.ok()) return fail(m.status());
+        if (*m) keys.push_back(kv);
+      }
+      float* gk = scratch.gathered[worker].data();
+      float* gv = gk + bs * D;
+      const int64_t total = static_cast<int64_t>(keys.size());
+      for (int64_t start = 0; start < total; start += bs) {
+        const int64_t n = std::min(bs, total - start);
+        if (start + n <= bound) {  // a whole block below the bound: read in place
+          const int64_t block = blocks[start / bs];
+          if (!accumulate(i, cache + layout.rowOffset(block, params.layer, 0, 0) + g * D,
+                          cache + layout.rowOffset(block, params.layer, 1, 0) + g * D, rowFloats,
+                          n, start, nullptr, nullptr, n))
+            return;
+          continue;
         }
-        kernels.pv(s, bs, group, vrows, rowFloats, n, D, alpha + i * group,
-                   out + t * H * D + g * group * D, D);
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t slot = keys[start + j];
+          const int64_t block = blocks[slot / bs], off = slot % bs;
+          std::memcpy(gk + j * D, cache + layout.rowOffset(block, params.layer, 0, off) + g * D,
+                      D * sizeof(float));
+          std::memcpy(gv + j * D, cache + layout.rowOffset(block, params.layer, 1, off) + g * D,
+                      D * sizeof(float));
+        }
+        if (!accumulate(i, gk, gv, D, n, 0, keys.data() + start, nullptr, n)) return;
       }
     }
     // Normalize; a row that saw nothing keeps its zeros.

@@ -43,6 +43,13 @@ struct AttentionVariantPrograms {
   bool mask_reads_head = true;
   /// The mask is exactly `kv <= q` (causal): evaluated natively, without the interpreter.
   bool mask_is_causal = false;
+  /// The mask is `kv <= q && ...`: no key after the query's own slot is visible.
+  bool mask_implies_causal = false;
+  /// The mask is `kv <= q && (kv < E || ...)` with E reading only the request index `b`
+  /// (e.g. the first slot of a speculative tree): register of E, else -1. Keys below E are
+  /// then visible without evaluating the mask, so only keys from E on (the tree) pay the
+  /// interpreter.
+  int prefix_bound_reg = -1;
 
   /// Fills the flags from the programs' instructions.
   void analyze();
@@ -79,6 +86,11 @@ struct AttentionScratch {
     int64_t b, t0, t1;
   };
   std::vector<Item> items;
+  /// Per request: keys below this are visible without evaluating the mask.
+  std::vector<int64_t> visible_below;
+  /// Per worker: a tree token's visible keys, and their gathered K and V rows.
+  std::vector<std::vector<int64_t>> tree_keys;
+  std::vector<std::vector<float>> gathered;
 };
 
 /// out[t, h*D:(h+1)*D] = softmax_kv(score(scale * q.k)) . v for every new token t, over

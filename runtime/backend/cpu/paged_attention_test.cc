@@ -219,6 +219,9 @@ void runCase(const std::vector<Req>& reqs, int64_t group, uint32_t seed) {
     p.variant.analyze();
     EXPECT_EQ(p.variant.mask_is_causal, var.name == "causal" || var.name == "alibi" ||
                                             var.name == "softcap");
+    // The tree mask is causal and shows every key before the tree without evaluation.
+    EXPECT_EQ(p.variant.mask_implies_causal, var.name != "none");
+    EXPECT_EQ(p.variant.prefix_bound_reg >= 0, var.name == "tree_mask");
     const int64_t docShape[2] = {static_cast<int64_t>(reqs.size()), bt.max_len};
     const int64_t startShape[1] = {static_cast<int64_t>(reqs.size())};
     const int64_t bitsShape[3] = {static_cast<int64_t>(reqs.size()), bt.tree_nodes, bt.tree_words};
