@@ -4,6 +4,7 @@
 // intact, and sampled output distributed as without speculation (chi-square).
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 #include <random>
 
@@ -19,6 +20,12 @@ constexpr int kVocab = 64;
 
 /// The same weights twice: plain causal attention, and the tree-mask variant with its
 /// tree_start / tree_bits inputs (what the compiler emits).
+/// Artifact bytes live for the whole test binary (artifacts point into them).
+const std::vector<uint8_t>& keep(std::vector<uint8_t> bytes) {
+  static std::deque<std::vector<uint8_t>> storage;
+  return storage.emplace_back(std::move(bytes));
+}
+
 Artifact* buildTiny(bool tree, uint64_t seed, int32_t draft_layers, int64_t vocab = kVocab) {
   testing::LlamaProgramOptions o;
   o.vocab = vocab;
@@ -33,8 +40,7 @@ Artifact* buildTiny(bool tree, uint64_t seed, int32_t draft_layers, int64_t voca
   }
   StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
   EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  auto* storage = new std::vector<uint8_t>(std::move(*bytes));
-  StatusOr<Artifact> a = Artifact::openFromMemory(*storage);
+  StatusOr<Artifact> a = Artifact::openFromMemory(keep(std::move(*bytes)));
   EXPECT_TRUE(a.ok()) << a.status().message();
   return new Artifact(std::move(*a));
 }
@@ -60,8 +66,7 @@ const Artifact& tinyLlama(bool tree_mask) {
     }
     StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
     EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    auto* storage = new std::vector<uint8_t>(std::move(*bytes));
-    StatusOr<Artifact> a = Artifact::openFromMemory(*storage);
+    StatusOr<Artifact> a = Artifact::openFromMemory(keep(std::move(*bytes)));
     EXPECT_TRUE(a.ok()) << a.status().message();
     return new Artifact(std::move(*a));
   };

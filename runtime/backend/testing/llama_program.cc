@@ -179,7 +179,7 @@ std::vector<int32_t> Builder::quantizedWeight(const std::string& name, int64_t n
   };
   auto f32Bytes = [](const std::vector<float>& v) {
     std::vector<uint8_t> b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
+    if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
     return b;
   };
   auto groupBytes = [&](const std::vector<float>& v) {
