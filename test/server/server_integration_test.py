@@ -27,7 +27,7 @@ class Server:
     def __init__(self, *flags):
         if ARGS.artifact:  # the real `ingot serve` on a compiled artifact
             cmd = [ARGS.server, "serve", ARGS.artifact, "--served-model-name", "tiny",
-                   "--threads", "1", "--max-batched-tokens", "256"]
+                   "--threads", "1", "--max-batched-tokens", "256", *ARGS.serve_arg]
         else:  # ingot_test_server: a tiny random Llama built in memory
             cmd = [ARGS.server, ARGS.tokenizer]
         self.proc = subprocess.Popen(cmd + ["--port", "0", *flags],
@@ -170,6 +170,24 @@ class ServingTest(unittest.TestCase):
         self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 12)
         finals = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
         self.assertEqual(finals[-1], "length")
+
+    def test_speculation_runs_and_keeps_greedy_output(self):
+        if "--speculative" not in ARGS.serve_arg:
+            self.skipTest("the server runs without speculative decoding")
+        # A prompt that repeats itself gives prompt lookup something to draft.
+        prompt = [11, 12, 13, 14, 15, 16] * 6
+        body = {"prompt": prompt, "max_tokens": 48, "ignore_eos": True, "temperature": 0}
+        _, _, full = self.server.post_json("/v1/completions", body)
+        self.assertEqual(full["usage"]["completion_tokens"], 48)
+        status, chunks, done = stream(self.server, "/v1/completions", body)
+        self.assertTrue(done)
+        text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+        self.assertEqual(text, full["choices"][0]["text"])
+        _, _, metrics = self.server.request("GET", "/metrics")
+        values = dict(line.rsplit(" ", 1) for line in metrics.decode().splitlines()
+                      if line and not line.startswith("#"))
+        self.assertGreater(float(values["ingot_spec_decode_num_drafts_total"]), 0)
+        self.assertGreater(float(values["ingot_spec_decode_target_passes_total"]), 0)
 
     def test_seeded_sampling_is_reproducible_and_n_gives_choices(self):
         body = {"prompt": [5, 6, 7, 8], "max_tokens": 6, "ignore_eos": True, "temperature": 1.0,
@@ -415,6 +433,8 @@ if __name__ == "__main__":
     parser.add_argument("--server", required=True)
     parser.add_argument("--tokenizer", help="tokenizer text dump for ingot_test_server")
     parser.add_argument("--artifact", help="serve this artifact with `SERVER serve` instead")
+    parser.add_argument("--serve-arg", action="append", default=[],
+                        help="an extra `ingot serve` argument (repeatable), e.g. speculation")
     ARGS, rest = parser.parse_known_args()
     if not ARGS.tokenizer and not ARGS.artifact:
         parser.error("give --tokenizer (ingot_test_server) or --artifact (ingot serve)")
