@@ -77,11 +77,15 @@ void HttpServer::run() {
     if (ec) return;
     // Stop accepting; running generations finish and are written out, then we stop.
     s.draining = true;
-    beast::error_code ignored;
-    s.acceptor.close(ignored);
-    std::fprintf(stderr, "[ingot serve] draining %lld running request(s)\n",
-                 static_cast<long long>(s.active.load()));
-    s.finishIfDrained();
+    // The acceptor is not thread-safe and its accept handler runs on its strand on another
+    // I/O thread: close it there, never beside a running accept handler.
+    net::post(s.acceptor.get_executor(), [&s] {
+      beast::error_code ignored;
+      s.acceptor.close(ignored);
+      std::fprintf(stderr, "[ingot serve] draining %lld running request(s)\n",
+                   static_cast<long long>(s.active.load()));
+      s.finishIfDrained();
+    });
   });
   s.accept();
   std::vector<std::thread> threads;
