@@ -86,28 +86,6 @@ StepInputs buildStepInputs(const StepPlan& plan, const TreeOf& trees, bool tree_
   return in;
 }
 
-/// True when the program's extra inputs are the speculative tree pair the compiler emits:
-/// i32 tree_start [R] and i32 tree_bits [R, nodes, words].
-bool hasTreeInputs(const schema::ProgramDef& program) {
-  if (!program.buffers() || program.buffers()->size() < 10) return false;
-  const schema::BufferDef* start = program.buffers()->Get(8);
-  const schema::BufferDef* bits = program.buffers()->Get(9);
-  auto is = [](const schema::BufferDef* b, const char* name, uint32_t rank) {
-    return b->kind() == schema::BufferKind::Input && b->dtype() == schema::DType::I32 &&
-           b->name() && b->name()->str() == name && b->shape() && b->shape()->size() == rank;
-  };
-  return is(start, "tree_start", 1) && is(bits, "tree_bits", 3);
-}
-
-/// Program inputs after the eight, for the error message of an engine that cannot fill them.
-int32_t numExtraInputs(const schema::ProgramDef& program) {
-  int32_t n = 0;
-  if (!program.buffers()) return 0;
-  for (uint32_t i = 8; i < program.buffers()->size(); ++i)
-    n += program.buffers()->Get(i)->kind() == schema::BufferKind::Input ? 1 : 0;
-  return n;
-}
-
 }  // namespace
 
 namespace {
@@ -160,11 +138,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(artifact, backend_options);
   if (!backend.ok()) return backend.status();
   e->backend_ = std::move(backend).value();
-  const schema::ProgramDef* program = artifact.manifest().programs()->Get(0);
-  e->tree_inputs_ = hasTreeInputs(*program);
-  if (!e->tree_inputs_ && numExtraInputs(*program) > 0)
+  if (!e->backend_->takesTreeInputs() && e->backend_->numExtraInputs() > 0)
     return unimplemented(artifact.source() + ": the program takes " +
-                         std::to_string(numExtraInputs(*program)) +
+                         std::to_string(e->backend_->numExtraInputs()) +
                          " extra attention inputs the engine cannot fill (it fills only "
                          "tree_start and tree_bits)");
   const SpeculativeOptions& spec = options.speculative;
@@ -213,7 +189,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
       if (!d.ok()) return d.status();
       e->draft_ = std::move(d).value();
     }
-    if (spec.max_branches > 1 && !e->tree_inputs_)
+    if (spec.max_branches > 1 && !e->backend_->takesTreeInputs())
       return invalidArgument(artifact.source() +
                              ": speculative trees (more than one branch) need an artifact whose "
                              "attention reads tree_start/tree_bits; recompile it, or use chains "
@@ -445,7 +421,7 @@ void Engine::proposeDrafts() {
   const SpeculativeOptions& spec = options_.speculative;
   if (spec.source == DraftSource::kNone) return;
   const int32_t batch = sched_->numRunning();
-  const int32_t branches = tree_inputs_ ? spec.max_branches : 1;
+  const int32_t branches = backend_->takesTreeInputs() ? spec.max_branches : 1;
   std::vector<DraftQuery> queries;  // draft models read prompt + output (the proposer's history)
   for (auto& [id, live] : live_) {
     live.tree.reset();
@@ -578,7 +554,7 @@ StatusOr<std::vector<RequestOutput>> Engine::step() {
     }
     std::vector<int32_t> rows, tree_start, tree_bits;
     int64_t tree_bits_shape[3], tree_start_shape[1];
-    const StepInputs inputs = buildStepInputs(plan, trees, tree_inputs_, &rows, &tree_start,
+    const StepInputs inputs = buildStepInputs(plan, trees, backend_->takesTreeInputs(), &rows, &tree_start,
                                               &tree_bits, tree_bits_shape, tree_start_shape);
     INGOT_RETURN_IF_ERROR(backend_->step(inputs, &logits_));
     INGOT_RETURN_IF_ERROR(sched_->completeStep(plan));

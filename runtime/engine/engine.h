@@ -224,8 +224,6 @@ class Engine {
   int32_t max_model_len_ = 0;
   std::unordered_map<RequestId, Live> live_;
   std::vector<float> logits_;
-  /// The program reads tree_start/tree_bits (extra inputs 0 and 1): trees, not just chains.
-  bool tree_inputs_ = false;
   std::vector<double> target_probs_;  // sampled verification scratch
   std::unique_ptr<DraftModel> draft_;  // kSelf / kDraftModel
   EngineMetrics counters_;  // engine thread only

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/bench/read_bandwidth.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cpu/weight_store.h"
@@ -30,32 +31,9 @@
 namespace ingot {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double measureReadBandwidth(ThreadPool& pool, const CpuKernels& k, int passes) {
-  const int64_t n = (int64_t{1} << 30) / sizeof(float);
-  std::unique_ptr<float[]> buf(new float[n]);
-  pool.parallelRanges(n, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) buf[i] = static_cast<float>(i & 7);
-  });
-  double best = 0;
-  std::vector<double> sink(pool.size());
-  for (int p = 0; p < passes; ++p) {
-    auto t0 = Clock::now();
-    pool.parallelRanges(n, 4096, [&](int64_t b, int64_t e) {
-      double s = 0;
-      for (int64_t i = b; i < e; i += 1 << 16) s += k.dot(&buf[i], &buf[i], std::min<int64_t>(1 << 16, e - i));
-      sink[b * pool.size() / n] += s;
-    });
-    best = std::max(best, n * sizeof(float) / seconds(t0, Clock::now()) / 1e9);
-  }
-  if (sink[0] == 12345.0) std::printf(" ");
-  return best;
-}
+using bench::Clock;
+using bench::measureReadBandwidth;
+using bench::seconds;
 
 struct GemvResult {
   double gbps;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/backend/cpu/half_float.h"
+#include "runtime/backend/bench/read_bandwidth.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cpu/quant_linear.h"
@@ -31,39 +32,15 @@
 namespace ingot {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+using bench::Clock;
+using bench::measureReadBandwidth;
+using bench::seconds;
 
 /// Bytes of weights the GEMVs cycle through, so that each call reads from DRAM
 /// (--in-cache: one copy, to see the kernels' compute rate).
 int64_t gWorkingSetBytes = int64_t{512} << 20;
 /// Tokens per call (1: decode).
 int64_t gTokens = 1;
-
-double measureReadBandwidth(ThreadPool& pool, const CpuKernels& k, int passes) {
-  const int64_t n = (int64_t{1} << 30) / sizeof(float);
-  std::unique_ptr<float[]> buf(new float[n]);
-  pool.parallelRanges(n, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) buf[i] = static_cast<float>(i & 7);
-  });
-  double best = 0;
-  std::vector<double> sink(pool.size());
-  for (int p = 0; p < passes; ++p) {
-    auto t0 = Clock::now();
-    pool.parallelRanges(n, 4096, [&](int64_t b, int64_t e) {
-      double s = 0;
-      for (int64_t i = b; i < e; i += 1 << 16)
-        s += k.dot(&buf[i], &buf[i], std::min<int64_t>(1 << 16, e - i));
-      sink[b * pool.size() / n] += s;
-    });
-    best = std::max(best, n * sizeof(float) / seconds(t0, Clock::now()) / 1e9);
-  }
-  if (sink[0] == 12345.0) std::printf(" ");
-  return best;
-}
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);

@@ -33,6 +33,7 @@ CpuBackend::CpuBackend() = default;
 CpuBackend::~CpuBackend() = default;
 
 int CpuBackend::numThreads() const { return pool_->size(); }
+int32_t CpuBackend::numExtraInputs() const { return plan_->num_extra_inputs; }
 uint64_t CpuBackend::matrixBytes() const { return plan_->matrix_bytes; }
 
 StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifact,
@@ -79,14 +80,15 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
   // Programs compiled for speculative decoding take tree_start / tree_bits after the eight
   // inputs; a caller with no trees may leave them out (see step()).
   const schema::ProgramDef* program = artifact.manifest().programs()->Get(options.program);
-  auto inputNamed = [&](uint32_t i, const char* name) {
+  auto input = [&](uint32_t i, const char* name, uint32_t rank) {
     if (!program->buffers() || program->buffers()->size() <= i) return false;
     const schema::BufferDef* buffer = program->buffers()->Get(i);
-    return buffer->kind() == schema::BufferKind::Input && buffer->name() &&
-           buffer->name()->str() == name;
+    return buffer->kind() == schema::BufferKind::Input && buffer->dtype() == schema::DType::I32 &&
+           buffer->name() && buffer->name()->str() == name && buffer->shape() &&
+           buffer->shape()->size() == rank;
   };
-  b->tree_inputs_ = b->plan_->num_extra_inputs == 2 && inputNamed(8, "tree_start") &&
-                    inputNamed(9, "tree_bits");
+  b->tree_inputs_ = b->plan_->num_extra_inputs == 2 && input(8, "tree_start", 1) &&
+                    input(9, "tree_bits", 3);
   return b;
 }
 

@@ -72,6 +72,11 @@ class CpuBackend {
   int64_t numKvBlocks() const { return num_kv_blocks_; }
   int64_t vocabSize() const { return shape_.vocab_size; }
   SimdLevel simdLevel() const { return kernels_->level; }
+  /// Program inputs after the eight (extra attention operands).
+  int32_t numExtraInputs() const;
+  /// The extra inputs are the speculative tree pair the compiler emits: i32 tree_start [R]
+  /// and i32 tree_bits [R, nodes, words].
+  bool takesTreeInputs() const { return tree_inputs_; }
   int numThreads() const;
   /// Time of one attention multiply-add (q.k or p.v) over one linear-layer multiply-add,
   /// for the scheduler's prefill cost model: 2 where bf16 linears multiply bf16
