@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/spec/accepted_kv.h"
 #include "runtime/spec/verify.h"
 

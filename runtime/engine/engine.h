@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/backend.h"
 #include "runtime/base/status.h"
 #include "runtime/engine/draft_model.h"
 #include "runtime/generate/sampler.h"
@@ -162,7 +162,7 @@ class Engine {
   EngineMetrics metrics() const;
 
   int32_t maxModelLen() const { return max_model_len_; }
-  const CpuBackend& backend() const { return *backend_; }
+  const Backend& backend() const { return *backend_; }
   const KvCacheManager& kvCache() const { return *kv_; }
 
  private:
@@ -216,7 +216,7 @@ class Engine {
   bool isEos(int32_t token) const;
   void snapshotMetrics(int32_t batch_size);
 
-  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<Scheduler> sched_;
   EngineOptions options_;

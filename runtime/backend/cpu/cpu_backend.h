@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/step_inputs.h"
@@ -42,7 +43,7 @@ struct AttentionScratch;
 /// backend.
 /// One query token or many, alone or batched, give bitwise-identical logits for a request.
 /// Not thread-safe: one step at a time.
-class CpuBackend {
+class CpuBackend final : public Backend {
  public:
   /// Checks and lowers the program, maps the weights (or fills dummy ones) and allocates
   /// the KV pool [num_blocks, layers, 2, block_size, kv_heads, head_dim] (zeroed).
@@ -50,7 +51,7 @@ class CpuBackend {
   /// KV and unknown ops are reported here, not at step().
   static StatusOr<std::unique_ptr<CpuBackend>> create(const Artifact& artifact,
                                                       const CpuBackendOptions& options);
-  ~CpuBackend();
+  ~CpuBackend() override;
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
 
@@ -60,31 +61,31 @@ class CpuBackend {
   /// plain causal attention, as if no request had a tree. Invalid inputs (StepInputs::validate,
   /// extra operands) are rejected before anything runs; a region that traps during
   /// attention fails the step after this step's K/V were written.
-  Status step(const StepInputs& inputs, std::vector<float>* logits);
+  Status step(const StepInputs& inputs, std::vector<float>* logits) override;
 
   /// Copies every layer's K and V of block `src` to block `dst` (copy-on-write).
-  Status copyKvBlocks(int64_t src, int64_t dst);
+  Status copyKvBlocks(int64_t src, int64_t dst) override;
   /// Copies every layer's K and V row of slot `from` to slot `to`, pair by pair in order
   /// (a verified speculative path compacted into place). Slots must be in the pool.
-  Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves);
+  Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
 
   const ModelShape& modelShape() const { return shape_; }
-  int64_t numKvBlocks() const { return num_kv_blocks_; }
-  int64_t vocabSize() const { return shape_.vocab_size; }
+  int64_t numKvBlocks() const override { return num_kv_blocks_; }
+  int64_t vocabSize() const override { return shape_.vocab_size; }
   SimdLevel simdLevel() const { return kernels_->level; }
   /// Program inputs after the eight (extra attention operands).
-  int32_t numExtraInputs() const;
+  int32_t numExtraInputs() const override;
   /// The extra inputs are the speculative tree pair the compiler emits: i32 tree_start [R]
   /// and i32 tree_bits [R, nodes, words].
-  bool takesTreeInputs() const { return tree_inputs_; }
-  int numThreads() const;
+  bool takesTreeInputs() const override { return tree_inputs_; }
+  int numThreads() const override;
   /// Time of one attention multiply-add (q.k or p.v) over one linear-layer multiply-add,
   /// for the scheduler's prefill cost model: 2 where bf16 linears multiply bf16
   /// activations (twice the f32 rate) while attention stays f32, else 1.
-  double attentionMacCost() const;
+  double attentionMacCost() const override;
   /// Bytes of every linear and logits weight matrix (for quantized ones the packed codes
   /// plus their scales): what one decode token must read.
-  uint64_t matrixBytes() const;
+  uint64_t matrixBytes() const override;
   /// The KV pool (tests, debugging).
   const float* kvPool() const { return kv_pool_.data(); }
   size_t kvPoolFloats() const { return kv_pool_.size(); }
