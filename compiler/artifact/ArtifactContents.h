@@ -130,6 +130,8 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<ProgramStep> steps;
   std::vector<int32_t> layers;
+  /// Tensor-parallel rank the program runs on, -1 = every rank (an unsharded artifact).
+  int32_t tpRank = -1;
 };
 
 struct AttentionVariant {

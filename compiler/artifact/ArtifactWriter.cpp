@@ -1,6 +1,8 @@
 //===- ArtifactWriter.cpp - Writes .ingot artifacts -------------------------===//
 #include "compiler/artifact/ArtifactWriter.h"
 
+#include <cassert>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -194,6 +196,14 @@ int32_t ArtifactWriter::addAttentionVariant(AttentionVariant variant) {
   contents_.attentionVariants.push_back(std::move(variant));
   return static_cast<int32_t>(contents_.attentionVariants.size() - 1);
 }
+void ArtifactWriter::setStepKernel(size_t program, size_t step, int32_t kernel) {
+  assert(program < contents_.programs.size() && step < contents_.programs[program].steps.size());
+  contents_.programs[program].steps[step].kernel = kernel;
+}
+void ArtifactWriter::setDeviceFunction(size_t variant, std::string name) {
+  assert(variant < contents_.attentionVariants.size());
+  contents_.attentionVariants[variant].deviceFunction = std::move(name);
+}
 void ArtifactWriter::setTensorParallel(int32_t worldSize) {
   contents_.tpWorldSize = worldSize;
 }
@@ -233,15 +243,22 @@ Status ArtifactWriter::validate() const {
   if (contents_.tpWorldSize < 1)
     return invalidArgument("tensor-parallel world size must be >= 1");
 
-  std::set<std::string> names;
+  // A name is unique among the tensors one rank sees: the replicated ones and its own.
+  std::set<std::pair<std::string, int32_t>> names;
+  std::set<std::string> replicatedNames, shardedNames;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorSpec &t = tensors[i];
     const TensorSource &s = sources_[i];
     std::string what = "tensor " + std::to_string(i) + " " + quoted(t.name);
     if (t.name.empty())
       return invalidArgument("tensor " + std::to_string(i) + " has an empty name");
-    if (!names.insert(t.name).second)
-      return invalidArgument("duplicate tensor name " + quoted(t.name));
+    if (!names.insert({t.name, t.tpRank}).second)
+      return invalidArgument("duplicate tensor name " + quoted(t.name) +
+                             (t.tpRank >= 0 ? " on rank " + std::to_string(t.tpRank) : ""));
+    (t.tpRank < 0 ? replicatedNames : shardedNames).insert(t.name);
+    if (replicatedNames.count(t.name) && shardedNames.count(t.name))
+      return invalidArgument("tensor name " + quoted(t.name) +
+                             " is both replicated and held by a rank");
     std::optional<uint64_t> expected = packedByteSize(t.dtype, t.shape);
     if (!expected)
       return invalidArgument(what + ": invalid dtype or shape");
@@ -269,6 +286,10 @@ Status ArtifactWriter::validate() const {
   };
   for (size_t p = 0; p < contents_.programs.size(); ++p) {
     const Program &program = contents_.programs[p];
+    if (program.tpRank < -1 || program.tpRank >= contents_.tpWorldSize)
+      return invalidArgument("program " + std::to_string(p) + ": tp_rank " +
+                             std::to_string(program.tpRank) + " outside world size " +
+                             std::to_string(contents_.tpWorldSize));
     for (size_t s = 0; s < program.steps.size(); ++s) {
       const ProgramStep &step = program.steps[s];
       std::string what = "program " + std::to_string(p) + " step " + std::to_string(s);
@@ -278,9 +299,16 @@ Status ArtifactWriter::validate() const {
       for (int32_t b : step.outputs)
         if (!inRange(b, program.buffers.size(), false))
           return invalidArgument(what + ": output buffer " + std::to_string(b) + " out of range");
-      for (int32_t w : step.weights)
+      for (int32_t w : step.weights) {
         if (!inRange(w, tensors.size(), false))
           return invalidArgument(what + ": weight tensor " + std::to_string(w) + " out of range");
+        int32_t owner = tensors[w].tpRank;
+        if (program.tpRank >= 0 && owner >= 0 && owner != program.tpRank)
+          return invalidArgument(what + ": weight tensor " + std::to_string(w) + " " +
+                                 quoted(tensors[w].name) + " belongs to rank " +
+                                 std::to_string(owner) + ", the program to rank " +
+                                 std::to_string(program.tpRank));
+      }
       if (!inRange(step.kernel, contents_.kernels.size(), true))
         return invalidArgument(what + ": kernel " + std::to_string(step.kernel) + " out of range");
       if (!inRange(step.attentionVariant, contents_.attentionVariants.size(), true))

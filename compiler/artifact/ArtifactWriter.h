@@ -52,8 +52,17 @@ public:
   int32_t addProgram(Program program);
   /// Returns the variant's index (for ProgramStep::attentionVariant).
   int32_t addAttentionVariant(AttentionVariant variant);
-  /// Tensor-parallel world size. When > 1, the blob is ordered replicated tensors first,
-  /// then rank by rank, and one shard range per rank is recorded.
+  /// For stages that run after lowering (the CUDA attention kernels): links step `step` of
+  /// program `program` to kernel `kernel`, and names variant `variant`'s device functions.
+  /// Indices must exist (asserted); write() checks the kernel index.
+  void setStepKernel(size_t program, size_t step, int32_t kernel);
+  void setDeviceFunction(size_t variant, std::string name);
+  /// Tensor-parallel world size (docs/tensor-parallel.md). When > 1, the blob is ordered
+  /// replicated tensors (tp_rank -1) first, then rank by rank, and one shard per rank
+  /// records the byte range of exactly that rank's tensors, so a rank maps only the
+  /// replicated range and its own. A tensor name is unique per rank (a sharded tensor keeps
+  /// its source name on every rank), and a program with a tp_rank may use only that rank's
+  /// and replicated tensors; write() checks both.
   void setTensorParallel(int32_t worldSize);
   void setProvenance(Provenance provenance);
   /// Marks the artifact as dummy-weights: no blob is written, the runtime fills weights

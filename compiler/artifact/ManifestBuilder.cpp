@@ -93,7 +93,7 @@ Offset<schema::ProgramDef> buildProgram(FlatBufferBuilder &fbb, const Program &p
         s.attentionVariant));
   }
   return schema::CreateProgramDefDirect(fbb, p.name.c_str(), p.role, &buffers,
-                                        &steps, &p.layers);
+                                        &steps, &p.layers, p.tpRank);
 }
 
 Offset<schema::AttentionVariantDef> buildVariant(FlatBufferBuilder &fbb,

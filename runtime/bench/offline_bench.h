@@ -20,6 +20,8 @@ struct BenchOptions : WorkloadOptions {
   int32_t concurrency = 1;
   int num_threads = 0;
   int64_t num_kv_blocks = 0;
+  /// KV pool element type; unset = the artifact's.
+  std::optional<KvDtype> kv_dtype;
   SpeculativeOptions speculative;
 };
 

@@ -98,6 +98,10 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
     return fail(err, online ? "give an artifact (offline) or --url (online), not both"
                             : "give an artifact (offline) or --url (online)");
   BenchOptions workload = options.bench;
+  StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
+  if (!kv_dtype.ok()) return fail(err, kv_dtype.status().message());
+  if (online && *kv_dtype) return fail(err, "--kv-dtype is the server's option (ingot serve --kv-dtype)");
+  workload.kv_dtype = *kv_dtype;
   StatusOr<SpeculativeOptions> spec =
       speculativeOptions(options.speculative, options.spec_tokens, options.spec_branches);
   if (!spec.ok()) return fail(err, spec.status().message());

@@ -35,6 +35,8 @@ struct BenchCommandOptions {
   int spec_branches = 1;
   /// --speculative draft-model: the draft artifact.
   std::string draft;
+  /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
+  std::string kv_dtype;
   /// Workload, seed, threads and KV blocks shared by all runs.
   BenchOptions bench;
   /// Also write the results as JSON here.

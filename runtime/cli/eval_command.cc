@@ -77,6 +77,9 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
 
   SequenceRunnerOptions runner_options;
   runner_options.num_threads = options.num_threads;
+  StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
+  if (!kv_dtype.ok()) return fail(err, kv_dtype.status().message());
+  runner_options.kv_dtype = *kv_dtype;
   runner_options.max_tokens = options.context;  // the KV pool holds one window
   StatusOr<std::unique_ptr<SequenceRunner>> runner =
       SequenceRunner::create(*artifact, runner_options);
@@ -88,7 +91,7 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
                 "%lld | %d threads, %s\n",
                 options.text_path.c_str(), text_tokens, tokenize_s, tokens.size(),
                 static_cast<long long>(options.context), static_cast<long long>(stride),
-                (*runner)->backend().numThreads(), simdLevelName((*runner)->backend().simdLevel()));
+                (*runner)->backend().numThreads(), simdLevelName((*runner)->simdLevel()));
   err << line << std::flush;
 
   double last_report_s = -kProgressIntervalS;

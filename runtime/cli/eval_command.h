@@ -18,6 +18,8 @@ struct EvalPerplexityOptions {
   /// Score only the text's first this-many tokens; 0 = all.
   int64_t max_tokens = 0;
   int num_threads = 0;
+  /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
+  std::string kv_dtype;
   /// Also write the result as JSON here.
   std::string json_path;
 };

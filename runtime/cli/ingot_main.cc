@@ -18,6 +18,14 @@
 
 namespace {
 
+/// --kv-dtype (ingot::parseKvDtypeFlag()).
+void addKvDtypeFlag(CLI::App* app, std::string& kv_dtype) {
+  app->add_option("--kv-dtype", kv_dtype,
+                  "KV cache element type: f32, or fp8 (E4M3 with per-block scales, ~4x the "
+                  "tokens per byte; docs/quantization.md). Default: the artifact's")
+      ->check(CLI::IsMember({"f32", "fp8"}));
+}
+
 /// Options `ingot run` and `ingot chat` share: the artifact, prompt, length, sampling, threads.
 void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
   app->add_option("artifact", options.artifact, "Path to a .ingot artifact")->required();
@@ -41,6 +49,7 @@ void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
   app->add_option("--seed", options.sampling.seed, "Sampling seed");
   app->add_option("--threads", options.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
+  addKvDtypeFlag(app, options.kv_dtype);
 }
 
 /// --speculative, --spec-tokens, --spec-branches (see ingot::speculativeOptions()).
@@ -158,6 +167,7 @@ int main(int argc, char** argv) {
   bench->add_option("--output-max", bench_options.bench.output_max, "Most tokens generated");
   bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
   bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
+  addKvDtypeFlag(bench, bench_options.kv_dtype);
   bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
   bench->add_option("--interference", bench_options.interference.long_prompt,
                     "Instead: how a prompt of this many tokens slows running decoders");
@@ -189,6 +199,7 @@ int main(int argc, char** argv) {
   ppl->add_option("--threads", ppl_options.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
   ppl->add_option("--json", ppl_options.json_path, "Also write the result as JSON");
+  addKvDtypeFlag(ppl, ppl_options.kv_dtype);
 
   // ingot tokenize
   ingot::TokenizeOptions tokenize_options;
@@ -216,6 +227,7 @@ int main(int argc, char** argv) {
   serve->add_option("--max-queue", serve_options.max_queue,
                     "Sequences admitted beyond --max-running before 429")
       ->check(CLI::NonNegativeNumber);
+  addKvDtypeFlag(serve, serve_options.kv_dtype);
   serve->add_option("--kv-blocks", serve_options.kv_blocks, "KV cache blocks (0 = default)")
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-running", serve_options.max_running, "Sequences batched at once")
@@ -232,6 +244,10 @@ int main(int argc, char** argv) {
                     "Longest sequence, prompt plus output (0 = the model's context)")
       ->check(CLI::NonNegativeNumber);
   serve->add_flag("--no-prefix-cache", serve_options.no_prefix_cache, "Disable prefix caching");
+  serve->add_option("--tp", serve_options.tp,
+                    "Tensor-parallel ranks the artifact was compiled for (ingot compile --tp); "
+                    "checked, 0 = any")
+      ->check(CLI::NonNegativeNumber);
   addSpeculativeFlags(serve, serve_options.speculative, serve_options.spec_tokens,
                       serve_options.spec_branches, serve_options.draft);
   serve->add_option("--served-model-name", serve_options.model_name,

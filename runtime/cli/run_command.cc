@@ -49,6 +49,9 @@ StatusOr<Session> openSession(const RunOptions& options) {
   session.tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer).value());
   SequenceRunnerOptions runner_options;
   runner_options.num_threads = options.num_threads;
+  StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
+  if (!kv_dtype.ok()) return kv_dtype.status();
+  runner_options.kv_dtype = *kv_dtype;
   StatusOr<std::unique_ptr<SequenceRunner>> runner =
       SequenceRunner::create(*session.artifact, runner_options);
   if (!runner.ok()) return runner.status();
@@ -134,7 +137,7 @@ void printStats(const Session& session, const GenerationStats& stats, std::ostre
                 stats.prompt_tokens / std::max(stats.prefill_s, 1e-9), stats.generated,
                 stats.generated / std::max(stats.decode_s, 1e-9),
                 session.runner->backend().numThreads(),
-                simdLevelName(session.runner->backend().simdLevel()));
+                simdLevelName(session.runner->simdLevel()));
   err << line;
 }
 

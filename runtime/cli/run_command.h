@@ -20,6 +20,8 @@ struct RunOptions {
   /// Sampling, stop tokens and strings, ignore_eos.
   SamplingParams sampling;
   int num_threads = 0;
+  /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
+  std::string kv_dtype;
 };
 
 /// Streams the generated text to `out`; statistics and errors go to `err`. Returns the

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/server/serve.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -20,6 +21,12 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   if (options.port < 0 || options.port > 65535) return fail(invalidArgument("bad --port"));
   StatusOr<Artifact> artifact = Artifact::open(options.artifact);
   if (!artifact.ok()) return fail(artifact.status());
+  if (options.tp < 0) return fail(invalidArgument("bad --tp " + std::to_string(options.tp)));
+  const int32_t world = tensorParallelWorldSize(*artifact);
+  if (options.tp > 0 && options.tp != world)
+    return fail(invalidArgument("--tp " + std::to_string(options.tp) + " disagrees with " +
+                                options.artifact + ", compiled for tensor-parallel world size " +
+                                std::to_string(world) + " (ingot compile --tp N sets it)"));
   StatusOr<TokenizerData> data = tokenizerDataFromManifest(artifact->manifest().tokenizer());
   if (!data.ok()) return fail(data.status().withPrefix(options.artifact));
   StatusOr<Tokenizer> tokenizer = Tokenizer::create(std::move(data).value());
@@ -38,6 +45,9 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   config.server.model_name = name;
   config.engine.num_threads = options.threads;
   config.engine.num_kv_blocks = options.kv_blocks;
+  StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status());
+  config.engine.kv_dtype = *kv_dtype;
   config.engine.enable_prefix_cache = !options.no_prefix_cache;
   config.engine.max_model_len = options.max_model_len;
   config.engine.scheduler.max_running = options.max_running;

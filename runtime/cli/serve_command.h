@@ -21,6 +21,8 @@ struct ServeOptions {
   int max_queue = 256;
   /// KV pool blocks (0 = the engine's default).
   int64_t kv_blocks = 0;
+  /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
+  std::string kv_dtype;
   int max_running = 64;
   int max_batched_tokens = 512;
   /// Cost of prefill a step may carry next to decodes (SchedulerOptions).
@@ -35,6 +37,9 @@ struct ServeOptions {
   std::string draft;
   /// Name clients use in "model"; empty = the artifact's file name without ".ingot".
   std::string model_name;
+  /// --tp N: the tensor-parallel world size the artifact must have been compiled for
+  /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads on the CPU.
+  int tp = 0;
 };
 
 /// Serves until SIGTERM/SIGINT, draining running requests; 0 on a clean stop.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/spec/accepted_kv.h"
 #include "runtime/spec/verify.h"
 
@@ -136,7 +137,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   CpuBackendOptions backend_options;
   backend_options.num_threads = options.num_threads;
   backend_options.num_kv_blocks = blocks;
-  StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(artifact, backend_options);
+  backend_options.kv_dtype = options.kv_dtype;
+  // A tensor-parallel artifact runs as its ranks on threads (TpCpuBackend).
+  StatusOr<std::unique_ptr<Backend>> backend = createCpuServingBackend(artifact, backend_options);
   if (!backend.ok()) return backend.status();
   e->backend_ = std::move(backend).value();
   if (!e->backend_->takesTreeInputs() && e->backend_->numExtraInputs() > 0)

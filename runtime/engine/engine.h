@@ -12,6 +12,7 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
+#include "runtime/backend/kv_dtype.h"
 #include "runtime/base/status.h"
 #include "runtime/engine/draft_model.h"
 #include "runtime/generate/sampler.h"
@@ -69,6 +70,8 @@ struct EngineOptions {
   int num_threads = 0;
   /// Blocks in the KV pool; 0 = 16384 tokens' worth (or one max_context, if larger).
   int64_t num_kv_blocks = 0;
+  /// KV pool element type; unset = the artifact's. fp8 holds ~4x the tokens per byte.
+  std::optional<KvDtype> kv_dtype;
   bool enable_prefix_cache = true;
   SchedulerOptions scheduler;
   /// Longest sequence (prompt + output); 0 = the model's max_context. Never above what

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cpu/tp_cpu_backend.h"
+
 namespace ingot {
 
 StatusOr<std::unique_ptr<SequenceRunner>> SequenceRunner::create(
@@ -17,11 +20,16 @@ StatusOr<std::unique_ptr<SequenceRunner>> SequenceRunner::create(
   runner->chunk_tokens_ = std::max<int64_t>(1, options.chunk_tokens);
   CpuBackendOptions backend_options;
   backend_options.num_threads = options.num_threads;
+  backend_options.kv_dtype = options.kv_dtype;
   backend_options.num_kv_blocks =
       (runner->max_tokens_ + runner->block_size_ - 1) / runner->block_size_;
-  StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(artifact, backend_options);
+  StatusOr<std::unique_ptr<Backend>> backend = createCpuServingBackend(artifact, backend_options);
   if (!backend.ok()) return backend.status();
   runner->backend_ = std::move(backend).value();
+  if (const auto* tp = dynamic_cast<const TpCpuBackend*>(runner->backend_.get()))
+    runner->simd_level_ = tp->rank(0).simdLevel();
+  else
+    runner->simd_level_ = static_cast<const CpuBackend&>(*runner->backend_).simdLevel();
   return runner;
 }
 

@@ -3,14 +3,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/backend.h"
+#include "runtime/backend/cpu/simd_level.h"
+#include "runtime/backend/kv_dtype.h"
 
 namespace ingot {
 
 struct SequenceRunnerOptions {
+  /// KV pool element type; unset = the artifact's (CpuBackendOptions::kv_dtype).
+  std::optional<KvDtype> kv_dtype;
   int num_threads = 0;
   /// Longest sequence; 0 = the model's max_context.
   int64_t max_tokens = 0;
@@ -35,11 +40,15 @@ class SequenceRunner {
   int64_t length() const { return length_; }
   int64_t maxTokens() const { return max_tokens_; }
   int64_t vocabSize() const { return backend_->vocabSize(); }
-  const CpuBackend& backend() const { return *backend_; }
+  /// The CPU backend: one CpuBackend, or the ranks of a tensor-parallel artifact.
+  const Backend& backend() const { return *backend_; }
+  /// The kernels' SIMD level (rank 0's under tensor parallelism).
+  SimdLevel simdLevel() const { return simd_level_; }
 
  private:
   SequenceRunner() = default;
-  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Backend> backend_;
+  SimdLevel simd_level_ = SimdLevel::kScalar;
   int32_t block_size_ = 16;
   int64_t max_tokens_ = 0;
   int64_t chunk_tokens_ = 256;

@@ -9,11 +9,13 @@
 #include <thread>
 
 #include "runtime/backend/cpu/cpu_ops.h"
+#include "runtime/backend/cpu/kv_fp8.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/program_plan.h"
 #include "runtime/backend/cpu/quant_linear.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cpu/weight_store.h"
+#include "runtime/dist/communicator.h"
 
 namespace ingot {
 namespace {
@@ -35,6 +37,45 @@ CpuBackend::~CpuBackend() = default;
 int CpuBackend::numThreads() const { return pool_->size(); }
 int32_t CpuBackend::numExtraInputs() const { return plan_->num_extra_inputs; }
 uint64_t CpuBackend::matrixBytes() const { return plan_->matrix_bytes; }
+uint64_t CpuBackend::kvPoolBytes() const {
+  return kv_pool_.size() * sizeof(float) + kv_codes_.size() + kv_scales_.size() * sizeof(float);
+}
+uint64_t CpuBackend::weightBytes() const { return weights_->denseBytes(); }
+
+namespace {
+
+/// The index of the program `options` asks for: programs[options.program] of an unsharded
+/// artifact, or the main program of rank options.tp_rank of a sharded one (checked
+/// against the communicator).
+StatusOr<int32_t> selectProgram(const Artifact& artifact, const CpuBackendOptions& options) {
+  const schema::Manifest& m = artifact.manifest();
+  const int32_t world = m.tensor_parallel() ? m.tensor_parallel()->world_size() : 1;
+  const Communicator* comm = options.communicator;
+  const std::string n = std::to_string(world);
+  if (comm && comm->worldSize() != world)
+    return invalidArgument("the communicator's group has " + std::to_string(comm->worldSize()) +
+                           " ranks, the artifact is sharded over " + n);
+  if (world == 1) return options.program;
+  if (!comm)
+    return invalidArgument("the artifact is sharded over " + n +
+                           " tensor-parallel ranks; a rank needs the group's communicator");
+  if (comm->rank() != options.tp_rank)
+    return invalidArgument("tp_rank " + std::to_string(options.tp_rank) +
+                           " disagrees with the communicator's rank " +
+                           std::to_string(comm->rank()));
+  if (options.program != 0)
+    return unimplemented("draft programs of a tensor-parallel artifact are not supported");
+  if (m.programs())
+    for (uint32_t i = 0; i < m.programs()->size(); ++i) {
+      const schema::ProgramDef* p = m.programs()->Get(i);
+      if (p->role() == schema::ProgramRole::Main && p->tp_rank() == options.tp_rank)
+        return static_cast<int32_t>(i);
+    }
+  return invalidArgument("the artifact (sharded over " + n + " ranks) has no main program for "
+                         "tp_rank " + std::to_string(options.tp_rank));
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifact,
                                                          const CpuBackendOptions& options) {
@@ -47,8 +88,12 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
                          simdLevelName(level));
   b->kernels_ = &cpuKernels(level);
   b->quant_kernels_ = &quantKernels(level);
-  b->weights_ = std::make_unique<WeightStore>(artifact);
-  StatusOr<ProgramPlan> plan = planProgram(artifact, *b->weights_, options.program);
+  StatusOr<int32_t> program_index = selectProgram(artifact, options);
+  if (!program_index.ok()) return program_index.status().withPrefix("cpu backend");
+  b->tp_rank_ = artifact.manifest().programs()->Get(*program_index)->tp_rank();
+  b->comm_ = options.communicator;
+  b->weights_ = std::make_unique<WeightStore>(artifact, b->tp_rank_);
+  StatusOr<ProgramPlan> plan = planProgram(artifact, *b->weights_, *program_index);
   if (!plan.ok()) return plan.status().withPrefix("cpu backend");
   b->plan_ = std::make_unique<ProgramPlan>(std::move(*plan));
 
@@ -61,15 +106,26 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
              b->shape_.kv_block_size;
   if (blocks < 0) return invalidArgument("cpu backend: negative num_kv_blocks");
   b->num_kv_blocks_ = blocks;
-  const int64_t blockFloats = b->plan_->kv_layout.blockFloats();
-  if (blocks > 0 && blockFloats > INT64_MAX / static_cast<int64_t>(sizeof(float)) / blocks)
+  const KvCacheLayout& kvLayout = b->plan_->kv_layout;
+  b->kv_dtype_ = options.kv_dtype.value_or(b->plan_->kv_dtype);
+  const bool fp8 = b->kv_dtype_ == KvDtype::kFp8E4M3;
+  const int64_t blockFloats = kvLayout.blockFloats();
+  // Bytes per block: 4 per element (f32), or 1 per element plus 4 per block-head scale.
+  const int64_t blockBytes = fp8 ? blockFloats + kvLayout.blockScales() * 4 : blockFloats * 4;
+  if (blocks > 0 && blockBytes > INT64_MAX / blocks)
     return invalidArgument("cpu backend: a KV pool of " + std::to_string(blocks) +
                            " blocks is too large");
   try {
-    b->kv_pool_.assign(static_cast<size_t>(blocks * blockFloats), 0.0f);
+    if (fp8) {
+      b->kv_codes_.assign(static_cast<size_t>(blocks * blockFloats), 0);
+      b->kv_scales_.assign(static_cast<size_t>(blocks * kvLayout.blockScales()), fp8KvMinScale());
+    } else {
+      b->kv_pool_.assign(static_cast<size_t>(blocks * blockFloats), 0.0f);
+    }
   } catch (const std::bad_alloc&) {
-    return failedPrecondition("cpu backend: cannot allocate a KV pool of " +
-                              std::to_string(blocks * blockFloats * sizeof(float)) + " bytes");
+    return failedPrecondition("cpu backend: cannot allocate a " +
+                              std::string(kvDtypeName(b->kv_dtype_)) + " KV pool of " +
+                              std::to_string(blocks * blockBytes) + " bytes");
   }
 
   int threads = options.num_threads;
@@ -79,7 +135,7 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
   b->slots_.resize(b->plan_->slot_widths.size());
   // Programs compiled for speculative decoding take tree_start / tree_bits after the eight
   // inputs; a caller with no trees may leave them out (see step()).
-  const schema::ProgramDef* program = artifact.manifest().programs()->Get(options.program);
+  const schema::ProgramDef* program = artifact.manifest().programs()->Get(*program_index);
   auto input = [&](uint32_t i, const char* name, uint32_t rank) {
     if (!program->buffers() || program->buffers()->size() <= i) return false;
     const schema::BufferDef* buffer = program->buffers()->Get(i);
@@ -98,6 +154,10 @@ Status CpuBackend::copyKvBlocks(int64_t src, int64_t dst) {
                                                                         ? src : dst) +
                            " is outside the pool of " + std::to_string(num_kv_blocks_));
   if (src == dst) return okStatus();
+  if (kv_dtype_ == KvDtype::kFp8E4M3) {
+    kvCopyBlockFp8({kv_codes_.data(), kv_scales_.data()}, plan_->kv_layout, src, dst);
+    return okStatus();
+  }
   const int64_t n = plan_->kv_layout.blockFloats();
   std::memcpy(kv_pool_.data() + dst * n, kv_pool_.data() + src * n, n * sizeof(float));
   return okStatus();
@@ -110,6 +170,10 @@ Status CpuBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& m
     if (from < 0 || to < 0 || from >= slots || to >= slots)
       return invalidArgument("copyKvSlots: slot " + std::to_string(from < 0 || from >= slots ? from : to) +
                              " outside the pool of " + std::to_string(slots) + " slots");
+  if (kv_dtype_ == KvDtype::kFp8E4M3) {
+    kvCopySlotsFp8({kv_codes_.data(), kv_scales_.data()}, layout, moves);
+    return okStatus();
+  }
   const size_t rowBytes = static_cast<size_t>(layout.rowFloats()) * sizeof(float);
   for (const auto& [from, to] : moves) {
     if (from == to) continue;
@@ -128,6 +192,7 @@ float* CpuBackend::bufferData(int32_t buffer) {
 }
 
 Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
+  step_started_ = false;
   INGOT_RETURN_IF_ERROR(given.validate(shape_, num_kv_blocks_));
   const StepInputs* in_ptr = &given;
   StepInputs with_trees;
@@ -165,6 +230,7 @@ Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
   }
   logits->assign(inputs.logit_rows.size() * static_cast<size_t>(shape_.vocab_size), 0.0f);
   if (num_tokens_ == 0) return okStatus();
+  step_started_ = true;
   for (size_t i = 0; i < plan_->steps.size(); ++i)
     INGOT_RETURN_IF_ERROR(runStep(i, inputs, logits));
   return okStatus();
@@ -234,10 +300,16 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
       float* out = bufferData(s.outputs[0]);
       const int64_t D = s.weight.cols();
       rows(D, [&](int64_t t0, int64_t t1) {
-        embeddingRows(in.tokens.data(), s.weight.data, s.weight.type, D, out, t0, t1);
+        if (s.vocab_start >= 0)
+          embeddingShardRows(in.tokens.data(), s.weight.data, s.weight.type, s.vocab_start,
+                             s.weight.rows(), D, out, t0, t1);
+        else embeddingRows(in.tokens.data(), s.weight.data, s.weight.type, D, out, t0, t1);
       });
       return okStatus();
     }
+    case OpKind::AllReduce:
+    case OpKind::AllGather:
+      return collective(index, in, logits);
     case OpKind::RmsNorm:
     case OpKind::LayerNorm: {
       const float* x = bufferData(s.inputs[0]);
@@ -251,6 +323,8 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
       return okStatus();
     }
     case OpKind::Linear: {
+      if (linear_observer_)
+        linear_observer_(s.weight.name, bufferData(s.inputs[0]), T, s.weight.cols());
       if (s.quantized) {
         quantizedLinear(s.quant, bufferData(s.inputs[0]), s.bias, bufferData(s.outputs[0]));
         return okStatus();
@@ -279,6 +353,20 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
     case OpKind::KvWrite: {
       const float* k = bufferData(s.inputs[1]);
       const float* v = bufferData(s.inputs[2]);
+      if (kv_dtype_ == KvDtype::kFp8E4M3) {
+        // Checked before any row is written, so a bad step leaves the pool as it was.
+        const KvCacheLayout& layout = plan_->kv_layout;
+        INGOT_RETURN_IF_ERROR(checkKvRowsFinite(k, v, T, layout.rowFloats(), s.layer));
+        // Blocks fill in slot order per (K/V, kv head): those pairs split over the pool.
+        const Fp8KvPool fp8{kv_codes_.data(), kv_scales_.data()};
+        const int64_t pairs = 2 * layout.num_kv_heads;
+        auto write = [&](int64_t p0, int64_t p1) {
+          kvWriteRowsFp8(fp8, layout, s.layer, k, v, in.slot_mapping.data(), T, p0, p1);
+        };
+        if (T * 2 * layout.rowFloats() < kMinParallelElements) write(0, pairs);
+        else pool.parallelRanges(pairs, 1, write);
+        return okStatus();
+      }
       float* cache = kv_pool_.data();
       rows(2 * plan_->kv_layout.rowFloats(), [&](int64_t t0, int64_t t1) {
         kvWriteRows(cache, plan_->kv_layout, s.layer, k, v, in.slot_mapping.data(), t0, t1);
@@ -298,7 +386,15 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
       for (int32_t e : s.extra_inputs) extra.push_back(in.extra_inputs[e]);
       params.extra = extra.data();
       params.num_extra = extra.size();
-      Status st = pagedAttention(bufferData(s.inputs[0]), kv_pool_.data(), plan_->kv_layout,
+      KvCacheView cache;
+      if (kv_dtype_ == KvDtype::kFp8E4M3) {
+        cache.codes = kv_codes_.data();
+        cache.scales = kv_scales_.data();
+        cache.decode = fp8RowsDecoder(kernels_->level);
+      } else {
+        cache.f32 = kv_pool_.data();
+      }
+      Status st = pagedAttention(bufferData(s.inputs[0]), cache, plan_->kv_layout,
                                  batch, params, bufferData(s.outputs[0]), pool, *kernels_,
                                  *attention_scratch_);
       return st.withPrefix("step " + std::to_string(index) + " (attention)");
@@ -330,7 +426,9 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
       a.x_stride = D;
       a.w = s.weight.data;
       a.w_type = s.weight.type;
-      a.y = logits->data();
+      // The full logits, or (vocab-parallel head) this rank's slice for an all_gather.
+      const bool slice = plan_->buffers[s.outputs[0]].kind != schema::BufferKind::Output;
+      a.y = slice ? bufferData(s.outputs[0]) : logits->data();
       a.y_stride = V;
       a.T = L;
       a.K = D;
@@ -340,6 +438,35 @@ Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float
     default:
       return internalError("step " + std::to_string(index) + ": op not planned");
   }
+}
+
+Status CpuBackend::collective(size_t index, const StepInputs& in, std::vector<float>* logits) {
+  const PlannedStep& s = plan_->steps[index];
+  const PlannedBuffer& src = plan_->buffers[s.inputs[0]];
+  const PlannedBuffer& dst = plan_->buffers[s.outputs[0]];
+  const int64_t rows = src.logit_rows ? static_cast<int64_t>(in.logit_rows.size()) : num_tokens_;
+  const float* x = bufferData(s.inputs[0]);
+  float* y = dst.kind == schema::BufferKind::Output ? logits->data() : bufferData(s.outputs[0]);
+  const int64_t n = rows * src.width;
+  const std::string where = "step " + std::to_string(index);
+  if (s.op == OpKind::AllReduce) {
+    if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+    if (!comm_) return okStatus();  // a group of one
+    return comm_->allReduceSum(y, n).withPrefix(where);
+  }
+  // all_gather along the last dimension: the ranks' [rows, W] slices side by side.
+  const int64_t world = plan_->world_size, W = src.width;
+  if (!comm_) {
+    if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+    return okStatus();
+  }
+  if (static_cast<int64_t>(gather_scratch_.size()) < world * n) gather_scratch_.resize(world * n);
+  INGOT_RETURN_IF_ERROR(comm_->allGather(x, n, gather_scratch_.data()).withPrefix(where));
+  for (int64_t r = 0; r < world; ++r)
+    for (int64_t t = 0; t < rows; ++t)
+      std::memcpy(y + t * world * W + r * W, gather_scratch_.data() + r * n + t * W,
+                  static_cast<size_t>(W) * sizeof(float));
+  return okStatus();
 }
 
 }  // namespace ingot

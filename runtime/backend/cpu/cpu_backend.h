@@ -1,9 +1,11 @@
-// CpuBackend: runs an artifact's serving-step program on the CPU over a paged f32 KV pool.
+// CpuBackend: runs an artifact's serving-step program on the CPU over a paged f32 or fp8 KV pool.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,10 +13,13 @@
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/simd_level.h"
+#include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
 #include "runtime/base/status.h"
 
 namespace ingot {
+
+class Communicator;
 
 struct CpuBackendOptions {
   /// Worker threads including the caller; 0 = std::thread::hardware_concurrency().
@@ -27,6 +32,16 @@ struct CpuBackendOptions {
   /// Which of the artifact's programs to run: 0 = the main one; a draft program (built
   /// from a subset of the layers for self-speculation) is 1 or more.
   int32_t program = 0;
+  /// Tensor parallelism (docs/tensor-parallel.md): for an artifact sharded over N > 1
+  /// ranks, the rank to run (its main program, tp_rank == rank, and only its tensors) and
+  /// the group's communicator for its all_reduce / all_gather steps (not owned; rank and
+  /// world size must agree with it). An unsharded artifact needs neither.
+  int32_t tp_rank = 0;
+  Communicator* communicator = nullptr;
+  /// Element type of the KV pool; unset = the program's kv_cache buffer dtype (F32, or
+  /// F8E4M3FN for an artifact compiled with an fp8 KV cache). fp8 stores E4M3 codes with
+  /// per-block-head scales (kv_fp8.h): a quarter of the bytes per token.
+  std::optional<KvDtype> kv_dtype;
 };
 
 struct ProgramPlan;
@@ -46,9 +61,10 @@ struct AttentionScratch;
 class CpuBackend final : public Backend {
  public:
   /// Checks and lowers the program, maps the weights (or fills dummy ones) and allocates
-  /// the KV pool [num_blocks, layers, 2, block_size, kv_heads, head_dim] (zeroed).
-  /// Quantized embeddings or heads, malformed or unsupported quantization schemes, non-f32
-  /// KV and unknown ops are reported here, not at step().
+  /// the KV pool [num_blocks, layers, 2, block_size, kv_heads, head_dim] (zeroed; f32, or
+  /// fp8 codes plus scales). Quantized embeddings or heads, malformed or unsupported
+  /// quantization schemes, KV dtypes other than f32/F8E4M3FN and unknown ops are reported
+  /// here, not at step().
   static StatusOr<std::unique_ptr<CpuBackend>> create(const Artifact& artifact,
                                                       const CpuBackendOptions& options);
   ~CpuBackend() override;
@@ -86,16 +102,40 @@ class CpuBackend final : public Backend {
   /// Bytes of every linear and logits weight matrix (for quantized ones the packed codes
   /// plus their scales): what one decode token must read.
   uint64_t matrixBytes() const override;
-  /// The KV pool (tests, debugging).
+  /// Tensor parallelism: this backend's rank (-1 for an unsharded artifact) and the bytes
+  /// of the weight tensors it reads (replicated ones plus its own shards).
+  int32_t tpRank() const { return tp_rank_; }
+  uint64_t weightBytes() const;
+  /// Whether the last step() got past its input checks and ran steps (a tensor-parallel
+  /// rank that failed after that point may have left the others inside a collective).
+  bool stepStarted() const { return step_started_; }
+  /// The KV pool (tests, debugging): f32 elements, or for fp8 the codes and the scales
+  /// Sees the f32 input x [rows, cols] of every linear step (not the logits head) before
+  /// the step runs, with the weight's name: how `ingot compile --calib` records activation
+  /// statistics without a second model implementation. Empty = no observer (the default).
+  using LinearObserver = std::function<void(const std::string& weight, const float* x,
+                                            int64_t rows, int64_t cols)>;
+  void setLinearObserver(LinearObserver observer) { linear_observer_ = std::move(observer); }
+  /// [num_blocks, layers, 2, kv_heads] (the other pool is empty).
   const float* kvPool() const { return kv_pool_.data(); }
   size_t kvPoolFloats() const { return kv_pool_.size(); }
+  const uint8_t* kvCodes() const { return kv_codes_.data(); }
+  const float* kvScales() const { return kv_scales_.data(); }
+  KvDtype kvDtype() const { return kv_dtype_; }
+  /// Bytes the KV pool holds (elements plus scales).
+  uint64_t kvPoolBytes() const;
 
  private:
   CpuBackend();
   float* bufferData(int32_t buffer);
   Status runStep(size_t index, const StepInputs& inputs, std::vector<float>* logits);
+  /// An all_reduce or all_gather step through the communicator (a copy in a group of one).
+  Status collective(size_t index, const StepInputs& inputs, std::vector<float>* logits);
 
   const Artifact* artifact_ = nullptr;
+  int32_t tp_rank_ = -1;
+  Communicator* comm_ = nullptr;        // null: world size 1
+  std::vector<float> gather_scratch_;   // all_gather: the ranks' slices, rank-major
   const CpuKernels* kernels_ = nullptr;
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<ProgramPlan> plan_;
@@ -109,13 +149,19 @@ class CpuBackend final : public Backend {
   ModelShape shape_;
   int64_t num_kv_blocks_ = 0;
   std::vector<float> kv_pool_;
+  /// fp8 pool: E4M3 codes in kv_pool_'s layout and one scale per block-head (kv_fp8.h).
+  KvDtype kv_dtype_ = KvDtype::kF32;
+  std::vector<uint8_t> kv_codes_;
+  std::vector<float> kv_scales_;
   std::vector<std::vector<float>> slots_;  // activation storage, reused across steps
   std::vector<float> gathered_;            // logits: the gathered hidden rows
   int64_t num_tokens_ = 0;                 // T of the step in progress
+  bool step_started_ = false;              // see stepStarted()
   /// The program takes tree_start / tree_bits; with their no-tree defaults for callers
   /// that pass none.
   bool tree_inputs_ = false;
   std::vector<int32_t> no_tree_start_, no_tree_bits_;
+  LinearObserver linear_observer_;  // calibration hook, usually empty
   int64_t no_tree_shapes_[4] = {0, 0, 1, 1};
 };
 

@@ -8,24 +8,43 @@
 
 namespace ingot {
 
+namespace {
+
+/// y[:] = row `row` of the [*, dim] table as f32.
+void embedRow(const void* table, WeightType type, int64_t row, int64_t dim, float* y) {
+  const int64_t offset = row * dim;
+  switch (type) {
+    case WeightType::kF32:
+      std::memcpy(y, static_cast<const float*>(table) + offset, dim * sizeof(float));
+      break;
+    case WeightType::kBF16:
+      for (int64_t d = 0; d < dim; ++d)
+        y[d] = bf16ToF32(static_cast<const uint16_t*>(table)[offset + d]);
+      break;
+    case WeightType::kF16:
+      for (int64_t d = 0; d < dim; ++d)
+        y[d] = f16ToF32(static_cast<const uint16_t*>(table)[offset + d]);
+      break;
+  }
+}
+
+}  // namespace
+
 void embeddingRows(const int32_t* tokens, const void* table, WeightType type, int64_t dim,
                    float* out, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) embedRow(table, type, tokens[t], dim, out + t * dim);
+}
+
+void embeddingShardRows(const int32_t* tokens, const void* table, WeightType type,
+                        int64_t vocab_start, int64_t num_rows, int64_t dim, float* out,
+                        int64_t t0, int64_t t1) {
   for (int64_t t = t0; t < t1; ++t) {
-    const int64_t row = static_cast<int64_t>(tokens[t]) * dim;
-    float* y = out + t * dim;
-    switch (type) {
-      case WeightType::kF32:
-        std::memcpy(y, static_cast<const float*>(table) + row, dim * sizeof(float));
-        break;
-      case WeightType::kBF16:
-        for (int64_t d = 0; d < dim; ++d)
-          y[d] = bf16ToF32(static_cast<const uint16_t*>(table)[row + d]);
-        break;
-      case WeightType::kF16:
-        for (int64_t d = 0; d < dim; ++d)
-          y[d] = f16ToF32(static_cast<const uint16_t*>(table)[row + d]);
-        break;
+    const int64_t row = static_cast<int64_t>(tokens[t]) - vocab_start;
+    if (row < 0 || row >= num_rows) {
+      std::memset(out + t * dim, 0, static_cast<size_t>(dim) * sizeof(float));
+      continue;
     }
+    embedRow(table, type, row, dim, out + t * dim);
   }
 }
 

@@ -12,6 +12,13 @@ namespace ingot {
 void embeddingRows(const int32_t* tokens, const void* table, WeightType type, int64_t dim,
                    float* out, int64_t t0, int64_t t1);
 
+/// The vocab-parallel embedding: `table` holds tokens [vocab_start, vocab_start + num_rows);
+/// out[t, :] = their row, or zeros for a token outside the shard (another rank has it and
+/// the all_reduce that follows adds it), for t in [t0, t1).
+void embeddingShardRows(const int32_t* tokens, const void* table, WeightType type,
+                        int64_t vocab_start, int64_t num_rows, int64_t dim, float* out,
+                        int64_t t0, int64_t t1);
+
 /// out[t, :] = x[t, :] / sqrt(mean(x[t, :]^2) + eps) * w, as in Hugging Face LlamaRMSNorm.
 void rmsNormRows(const float* x, const float* w, int64_t dim, float eps, float* out, int64_t t0,
                  int64_t t1);

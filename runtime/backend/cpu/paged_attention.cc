@@ -168,7 +168,7 @@ using AttentionItem = AttentionScratch::Item;
 
 }  // namespace
 
-Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& layout,
+Status pagedAttention(const float* q, const KvCacheView& cache, const KvCacheLayout& layout,
                       const AttentionBatch& batch, const AttentionParams& params, float* out,
                       ThreadPool& pool, const CpuKernels& kernels, AttentionScratch& scratch) {
   const int64_t H = params.num_heads, Hkv = params.num_kv_heads, D = params.head_dim;
@@ -245,6 +245,29 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
     float* runMax = scratch.softmax[worker].data();
     float* runSum = runMax + rowsPerTile;
     float* alpha = runSum + rowsPerTile;
+    // Decoded rows of an fp8 block (K, then V), [bs, D] each; also the tree's gathered rows.
+    float* gk = scratch.gathered[worker].data();
+    float* gv = gk + bs * D;
+    const bool fp8 = cache.codes != nullptr;
+
+    // Rows [0, n) of `block`'s K and V for this kv head, at *stride: in place in an f32
+    // pool, else decoded into gk / gv.
+    auto blockRows = [&](int64_t block, int64_t n, const float** krows, const float** vrows,
+                         int64_t* stride) {
+      if (!fp8) {
+        *krows = cache.f32 + layout.rowOffset(block, params.layer, 0, 0) + g * D;
+        *vrows = cache.f32 + layout.rowOffset(block, params.layer, 1, 0) + g * D;
+        *stride = rowFloats;
+        return;
+      }
+      for (int64_t kv = 0; kv < 2; ++kv)
+        cache.decode(cache.codes + layout.rowOffset(block, params.layer, kv, 0) + g * D,
+                     rowFloats, n, D, cache.scales[layout.scaleIndex(block, params.layer, kv, g)],
+                     kv == 0 ? gk : gv, D);
+      *krows = gk;
+      *vrows = gv;
+      *stride = D;
+    };
 
     // Scores of token i against n keys (rows k/v at `stride`), masked by `vis` (null: all
     // shown), then one online-softmax step and the p.v accumulation. `slot0` + j, or
@@ -316,18 +339,21 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
 
     for (int64_t start = 0; start < tileKeys; start += bs) {
       const int64_t block = blocks[start / bs];
-      const float* krows = cache + layout.rowOffset(block, params.layer, 0, 0) + g * D;
-      const float* vrows = cache + layout.rowOffset(block, params.layer, 1, 0) + g * D;
+      const float* krows = nullptr;
+      const float* vrows = nullptr;
+      int64_t stride = 0;
       // The next block's rows of this head come from L3 or DRAM at a stride the hardware
       // prefetcher does not follow across blocks: ask for them while this block computes.
       if (start + bs < tileKeys) {
         const int64_t next = blocks[start / bs + 1];
+        const int64_t elem = fp8 ? 1 : static_cast<int64_t>(sizeof(float));
         for (int64_t kv = 0; kv < 2; ++kv) {
-          const char* base = reinterpret_cast<const char*>(
-              cache + layout.rowOffset(next, params.layer, kv, 0) + g * D);
+          const int64_t at = layout.rowOffset(next, params.layer, kv, 0) + g * D;
+          const char* base = fp8 ? reinterpret_cast<const char*>(cache.codes + at)
+                                 : reinterpret_cast<const char*>(cache.f32 + at);
           for (int64_t r = 0; r < bs; ++r)
-            for (int64_t off = 0; off < D * static_cast<int64_t>(sizeof(float)); off += 64)
-              __builtin_prefetch(base + r * rowFloats * sizeof(float) + off);
+            for (int64_t off = 0; off < D * elem; off += 64)
+              __builtin_prefetch(base + r * rowFloats * elem + off);
         }
       }
       for (int64_t i = 0; i < tileTokens; ++i) {
@@ -349,7 +375,8 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
           }
           if (!any) continue;  // the whole block is hidden from this token
         }
-        if (!accumulate(i, krows, vrows, rowFloats, n, start, nullptr, sharedMask ? vis : nullptr,
+        if (!krows) blockRows(block, std::min(bs, tileKeys - start), &krows, &vrows, &stride);
+        if (!accumulate(i, krows, vrows, stride, n, start, nullptr, sharedMask ? vis : nullptr,
                         evalFrom))
           return;
       }
@@ -371,26 +398,29 @@ Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& l
         if (!m.ok()) return fail(m.status());
         if (*m) keys.push_back(kv);
       }
-      float* gk = scratch.gathered[worker].data();
-      float* gv = gk + bs * D;
       const int64_t total = static_cast<int64_t>(keys.size());
       for (int64_t start = 0; start < total; start += bs) {
         const int64_t n = std::min(bs, total - start);
         if (start + n <= bound) {  // a whole block below the bound: read in place
-          const int64_t block = blocks[start / bs];
-          if (!accumulate(i, cache + layout.rowOffset(block, params.layer, 0, 0) + g * D,
-                          cache + layout.rowOffset(block, params.layer, 1, 0) + g * D, rowFloats,
-                          n, start, nullptr, nullptr, n))
-            return;
+          const float* krows = nullptr;
+          const float* vrows = nullptr;
+          int64_t stride = 0;
+          blockRows(blocks[start / bs], n, &krows, &vrows, &stride);
+          if (!accumulate(i, krows, vrows, stride, n, start, nullptr, nullptr, n)) return;
           continue;
         }
         for (int64_t j = 0; j < n; ++j) {
           const int64_t slot = keys[start + j];
           const int64_t block = blocks[slot / bs], off = slot % bs;
-          std::memcpy(gk + j * D, cache + layout.rowOffset(block, params.layer, 0, off) + g * D,
-                      D * sizeof(float));
-          std::memcpy(gv + j * D, cache + layout.rowOffset(block, params.layer, 1, off) + g * D,
-                      D * sizeof(float));
+          for (int64_t kv = 0; kv < 2; ++kv) {
+            const int64_t at = layout.rowOffset(block, params.layer, kv, off) + g * D;
+            float* dst = (kv == 0 ? gk : gv) + j * D;
+            if (fp8)
+              cache.decode(cache.codes + at, rowFloats, 1, D,
+                           cache.scales[layout.scaleIndex(block, params.layer, kv, g)], dst, D);
+            else
+              std::memcpy(dst, cache.f32 + at, D * sizeof(float));
+          }
         }
         if (!accumulate(i, gk, gv, D, n, 0, keys.data() + start, nullptr, n)) return;
       }

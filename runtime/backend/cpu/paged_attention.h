@@ -7,13 +7,15 @@
 
 #include "runtime/attention/region_program.h"
 #include "runtime/backend/cpu/kernels.h"
+#include "runtime/backend/cpu/kv_fp8.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/base/status.h"
 
 namespace ingot {
 
-/// Geometry of the f32 KV pool [num_blocks, layers, 2 (K, V), block_size, kv_heads,
-/// head_dim] (the program's kv_cache buffer).
+/// Geometry of the KV pool [num_blocks, layers, 2 (K, V), block_size, kv_heads, head_dim]
+/// (the program's kv_cache buffer); offsets count elements (f32 or fp8 codes). An fp8 pool
+/// also has one scale per (block, layer, K/V, kv head) (kv_fp8.h).
 struct KvCacheLayout {
   int64_t num_layers = 0;
   int64_t block_size = 0;
@@ -27,6 +29,20 @@ struct KvCacheLayout {
   int64_t rowOffset(int64_t block, int64_t layer, int64_t kv, int64_t slot_in_block) const {
     return (((block * num_layers + layer) * 2 + kv) * block_size + slot_in_block) * rowFloats();
   }
+  /// Scales per block of an fp8 pool, and the index of one block-head's scale.
+  int64_t blockScales() const { return num_layers * 2 * num_kv_heads; }
+  int64_t scaleIndex(int64_t block, int64_t layer, int64_t kv, int64_t head) const {
+    return ((block * num_layers + layer) * 2 + kv) * num_kv_heads + head;
+  }
+};
+
+/// What attention reads: an f32 pool, or fp8 codes with their scales (kv_fp8.h) and the
+/// SIMD decoder that turns a block-head's rows into f32 just before they are used.
+struct KvCacheView {
+  const float* f32 = nullptr;      ///< set for an f32 pool
+  const uint8_t* codes = nullptr;  ///< set for an fp8 pool, with scales and decode
+  const float* scales = nullptr;
+  Fp8RowsDecoder decode = nullptr;
 };
 
 /// Writes k[t] and v[t] ([kv_heads * head_dim] each) of tokens [t0, t1) into
@@ -98,8 +114,19 @@ struct AttentionScratch {
 /// see the contract in /tmp/ingot-plan3.md). A query with every slot masked gets zeros.
 /// Each output depends only on its own token's inputs, so batching does not change it.
 /// Errors: a region that traps or reads outside an extra operand.
-Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& layout,
+/// An fp8 cache gives the same results as an f32 cache holding its decoded values.
+Status pagedAttention(const float* q, const KvCacheView& cache, const KvCacheLayout& layout,
                       const AttentionBatch& batch, const AttentionParams& params, float* out,
                       ThreadPool& pool, const CpuKernels& kernels, AttentionScratch& scratch);
+
+/// pagedAttention over an f32 pool.
+inline Status pagedAttention(const float* q, const float* cache, const KvCacheLayout& layout,
+                             const AttentionBatch& batch, const AttentionParams& params,
+                             float* out, ThreadPool& pool, const CpuKernels& kernels,
+                             AttentionScratch& scratch) {
+  KvCacheView view;
+  view.f32 = cache;
+  return pagedAttention(q, view, layout, batch, params, out, pool, kernels, scratch);
+}
 
 }  // namespace ingot

@@ -1,5 +1,5 @@
 // Paged attention vs. a dense naive reference: random block tables, GQA ratios, decode,
-// prefill, chunked prefill, mixed batches, and every example attention variant.
+// prefill, chunked prefill, mixed batches, every example attention variant; f32 and fp8 KV.
 #include "runtime/backend/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +10,10 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <cstring>
 
 #include "runtime/attention/region_examples.h"
+#include "runtime/backend/cpu/quant_formats.h"
 
 namespace ingot {
 namespace {
@@ -149,6 +151,66 @@ std::vector<double> denseAttention(const Batch& bt, float scale, const MaskFn& m
   return out;
 }
 
+/// The batch's K/V written token by token into an fp8 pool (kv_fp8.h), and the same batch
+/// with K/V replaced by what that pool decodes to (its f32 pool holds those values).
+struct Fp8Batch {
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+  Batch decoded;
+};
+
+Fp8Batch makeFp8Batch(const Batch& bt) {
+  Fp8Batch f;
+  const int64_t blocks = static_cast<int64_t>(bt.pool.size()) / bt.layout.blockFloats();
+  const int64_t bs = bt.layout.block_size;
+  f.codes.assign(blocks * bt.layout.blockFloats(), 0);
+  f.scales.assign(blocks * bt.layout.blockScales(), fp8KvMinScale());
+  f.decoded = bt;
+  const Fp8KvPool pool{f.codes.data(), f.scales.data()};
+  for (size_t r = 0; r < bt.reqs.size(); ++r) {
+    std::vector<int32_t> slots(bt.reqs[r].len);
+    for (int s = 0; s < bt.reqs[r].len; ++s)
+      slots[s] = bt.block_tables[r * bt.max_blocks + s / bs] * static_cast<int32_t>(bs) + s % bs;
+    kvWriteRowsFp8(pool, bt.layout, bt.layer, bt.k[r].data(), bt.v[r].data(), slots.data(),
+                   bt.reqs[r].len, 0, 2 * bt.Hkv);
+    for (int s = 0; s < bt.reqs[r].len; ++s)
+      for (int kv = 0; kv < 2; ++kv) {
+        const int64_t block = slots[s] / bs;
+        const int64_t at = bt.layout.rowOffset(block, bt.layer, kv, s % bs);
+        std::vector<float>& dense = kv == 0 ? f.decoded.k[r] : f.decoded.v[r];
+        for (int64_t h = 0; h < bt.Hkv; ++h)
+          for (int64_t d = 0; d < bt.D; ++d) {
+            const float x = e4m3fnToF32(f.codes[at + h * bt.D + d]) *
+                            f.scales[bt.layout.scaleIndex(block, bt.layer, kv, h)];
+            dense[(s * bt.Hkv + h) * bt.D + d] = x;
+            f.decoded.pool[at + h * bt.D + d] = x;
+          }
+      }
+  }
+  return f;
+}
+
+/// A bound on |fp8 attention - exact attention| per output row (t, h): a score moved by at
+/// most e (score and mask regions here are 1-Lipschitz) changes each softmax weight by a
+/// factor within e^(+-2e), so the output moves by at most (e^(2e) - 1) max|v| plus the
+/// largest change of a value.
+double fp8RowBound(const Batch& bt, const Batch& dec, float scale, int64_t b, int64_t t,
+                   int64_t h) {
+  const int64_t group = bt.H / bt.Hkv, hk = h / group, D = bt.D;
+  double e = 0, vmax = 0, dv = 0;
+  for (int kv = 0; kv < bt.reqs[b].len; ++kv) {
+    double ds = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t i = (kv * bt.Hkv + hk) * D + d;
+      ds += double(bt.q[(t * bt.H + h) * D + d]) * (double(dec.k[b][i]) - bt.k[b][i]);
+      vmax = std::max(vmax, std::fabs(double(bt.v[b][i])));
+      dv = std::max(dv, std::fabs(double(dec.v[b][i]) - bt.v[b][i]));
+    }
+    e = std::max(e, std::fabs(scale * ds));
+  }
+  return std::expm1(2 * e) * vmax + dv;
+}
+
 struct Variant {
   std::string name;
   std::vector<uint8_t> mask, score;
@@ -201,6 +263,7 @@ void runCase(const std::vector<Req>& reqs, int64_t group, uint32_t seed) {
   std::mt19937 rng(seed);
   ThreadPool pool(3);
   Batch bt = makeBatch(reqs, 2, group, rng);
+  const Fp8Batch fp8 = makeFp8Batch(bt);
   for (const Variant& var : variants(bt.H)) {
     StatusOr<RegionProgram> mask = var.mask.empty() ? StatusOr<RegionProgram>(RegionProgram())
                                                     : decodeRegionBytecode(var.mask);
@@ -245,6 +308,31 @@ void runCase(const std::vector<Req>& reqs, int64_t group, uint32_t seed) {
                                  pool, cpuKernels(static_cast<SimdLevel>(l)), scratch);
       ASSERT_TRUE(st.ok()) << st.message();
       for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-5) << "element " << i;
+
+      // fp8 KV: exactly the f32 result over the decoded values (same kernels, same order),
+      // and within the propagated quantization error of the exact f64 attention.
+      std::vector<float> ref(out.size(), kPoison);
+      ASSERT_TRUE(pagedAttention(bt.q.data(), fp8.decoded.pool.data(), bt.layout, batch, p,
+                                 ref.data(), pool, cpuKernels(static_cast<SimdLevel>(l)), scratch)
+                      .ok());
+      KvCacheView view;
+      view.codes = fp8.codes.data();
+      view.scales = fp8.scales.data();
+      view.decode = fp8RowsDecoder(static_cast<SimdLevel>(l));
+      std::vector<float> got(out.size(), kPoison);
+      st = pagedAttention(bt.q.data(), view, bt.layout, batch, p, got.data(), pool,
+                          cpuKernels(static_cast<SimdLevel>(l)), scratch);
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
+      for (size_t b = 0; b < reqs.size(); ++b)
+        for (int64_t t = bt.query_start[b]; t < bt.query_start[b + 1]; ++t)
+          for (int64_t h = 0; h < bt.H; ++h) {
+            const double bound = fp8RowBound(bt, fp8.decoded, 0.25f, b, t, h) + 2e-5;
+            for (int64_t d = 0; d < bt.D; ++d) {
+              const size_t i = (t * bt.H + h) * bt.D + d;
+              ASSERT_LE(std::fabs(got[i] - want[i]), bound) << "fp8 element " << i;
+            }
+          }
     }
   }
 }

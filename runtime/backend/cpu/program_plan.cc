@@ -141,9 +141,19 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
       INGOT_RETURN_IF_ERROR(needCounts(1, 1, 1, 1));
       INGOT_RETURN_IF_ERROR(needInput(step.inputs[0], kInputTokens, "token ids"));
       INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
-      if (step.weight.rows() < plan_.vocab_size)
+      step.vocab_start = paramInt("vocab_start", -1);
+      if (step.vocab_start >= 0) {
+        // A vocab-parallel shard: rows [vocab_start, vocab_start + rows) of the table.
+        if (step.vocab_start + step.weight.rows() > plan_.vocab_size)
+          return fail("table shard of " + str(step.weight.rows()) + " rows from vocab_start " +
+                      str(step.vocab_start) + " runs past the vocabulary of " +
+                      str(plan_.vocab_size));
+      } else if (findParam(def, "vocab_start")) {
+        return fail("vocab_start " + str(step.vocab_start) + " is negative");
+      } else if (step.weight.rows() < plan_.vocab_size) {
         return fail("table has " + str(step.weight.rows()) + " rows for a vocabulary of " +
                     str(plan_.vocab_size));
+      }
       return needActivation(step.outputs[0], step.weight.cols(), "output");
     }
     case OpKind::RmsNorm:
@@ -292,11 +302,39 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
       INGOT_RETURN_IF_ERROR(needInput(step.inputs[1], kInputLogitRows, "rows"));
       INGOT_ASSIGN_OR_RETURN(step.weight, matrix(0));
       INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], step.weight.cols(), "hidden"));
-      const PlannedBuffer& out = plan_.buffers[step.outputs[0]];
-      if (out.kind != BufferKind::Output || out.width != step.weight.rows())
+      PlannedBuffer& out = plan_.buffers[step.outputs[0]];
+      if (out.kind == BufferKind::Activation && plan_.world_size > 1 &&
+          out.width == step.weight.rows()) {
+        // A vocab-parallel head: this rank's slice of the logits, gathered by a later step.
+        out.logit_rows = true;
+      } else if (out.kind != BufferKind::Output || out.width != step.weight.rows()) {
         return fail("output must be the program's logits output of width " +
-                    str(step.weight.rows()));
+                    str(step.weight.rows()) +
+                    (plan_.world_size > 1 ? " (or, sharded, an activation of that width)" : ""));
+      }
       plan_.matrix_bytes += step.weight.bytes();
+      return okStatus();
+    }
+    case OpKind::AllReduce:
+    case OpKind::AllGather: {
+      INGOT_RETURN_IF_ERROR(needCounts(1, 1, 0, 0));
+      INGOT_RETURN_IF_ERROR(needActivation(step.inputs[0], 0, "input"));
+      const PlannedBuffer& in = plan_.buffers[step.inputs[0]];
+      PlannedBuffer& out = plan_.buffers[step.outputs[0]];
+      const bool gather = def.op() == OpKind::AllGather;
+      const int64_t width = gather ? in.width * plan_.world_size : in.width;
+      if (out.width != width)
+        return fail("output (buffer %" + str(step.outputs[0]) + ") has width " + str(out.width) +
+                    ", expected " + str(width) +
+                    (gather ? " (input width x world size " + str(plan_.world_size) + ")" : ""));
+      if (out.kind == BufferKind::Output) {
+        // The gathered logits: one row per logit row, straight into the step's result.
+        if (!gather || !in.logit_rows)
+          return fail("only an all_gather of the head's logits may write the logits output");
+        return okStatus();
+      }
+      INGOT_RETURN_IF_ERROR(needActivation(step.outputs[0], width, "output"));
+      out.logit_rows = in.logit_rows;
       return okStatus();
     }
     default:
@@ -317,6 +355,7 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
   const schema::ProgramDef& program = *m.programs()->Get(program_index);
   ProgramPlan plan;
   plan.vocab_size = m.config()->vocab_size();
+  if (m.tensor_parallel()) plan.world_size = m.tensor_parallel()->world_size();
   const auto* buffers = program.buffers();
   const size_t numBuffers = buffers ? buffers->size() : 0;
   if (numBuffers < kNumStepInputs) return invalidArgument("program has fewer than 8 buffers");
@@ -333,9 +372,11 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
     const std::string where = "buffer %" + str(i) + ": ";
     if (i == kInputKvCache) {
       if (b.kind() != BufferKind::KvCache) return invalidArgument(where + "must be the kv_cache");
-      if (b.dtype() != DType::F32)
+      if (b.dtype() != DType::F32 && b.dtype() != DType::F8E4M3FN)
         return unimplemented(where + std::string("a ") + schema::EnumNameDType(b.dtype()) +
-                             " KV cache is not supported by the CPU backend yet (f32 only)");
+                             " KV cache is not supported by the CPU backend (f32 or "
+                             "F8E4M3FN only)");
+      plan.kv_dtype = b.dtype() == DType::F8E4M3FN ? KvDtype::kFp8E4M3 : KvDtype::kF32;
       if (shape.size() != 6 || shape[2] != 2 || shape[1] <= 0 || shape[3] <= 0 || shape[4] <= 0 ||
           shape[5] <= 0)
         return invalidArgument(where + "kv_cache shape must be [?, layers, 2, block, heads, dim]");
@@ -377,6 +418,11 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
       if (plan.buffers[in].kind == BufferKind::Activation && producer[in] < 0)
         return invalidArgument("step " + str(s) + " reads buffer %" + str(in) +
                                " before any step writes it");
+      if (plan.buffers[in].logit_rows && plan.steps[s].op != OpKind::AllGather &&
+          plan.steps[s].op != OpKind::AllReduce)
+        return invalidArgument("step " + str(s) + " (" + schema::EnumNameOpKind(plan.steps[s].op) +
+                               ") reads buffer %" + str(in) +
+                               ", a slice of the logits that only a collective may read");
       lastUse[in] = static_cast<int32_t>(s);
     }
     for (int32_t out : plan.steps[s].outputs) {
@@ -388,6 +434,10 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
   bool hasLogits = false;
   for (const PlannedStep& s : plan.steps) hasLogits |= s.op == OpKind::Logits;
   if (!hasLogits) return invalidArgument("program has no logits step");
+  bool writesLogits = false;
+  for (const PlannedStep& s : plan.steps)
+    for (int32_t out : s.outputs) writesLogits |= plan.buffers[out].kind == BufferKind::Output;
+  if (!writesLogits) return invalidArgument("no step writes the program's logits output");
 
   std::vector<int32_t> freeSlots;
   for (size_t s = 0; s < numSteps; ++s) {

@@ -10,6 +10,7 @@
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/weight_store.h"
+#include "runtime/backend/kv_dtype.h"
 #include "runtime/base/status.h"
 
 namespace ingot {
@@ -35,6 +36,9 @@ struct PlannedBuffer {
   /// Activations: index of the storage slot they live in (shared by buffers whose
   /// lifetimes do not overlap). -1 otherwise.
   int32_t slot = -1;
+  /// Rows are the step's logit rows (L), not its tokens (T): a vocab-parallel head's
+  /// slice of the logits, which only an all_gather (or all_reduce) may read.
+  bool logit_rows = false;
 };
 
 /// One step with its weights resolved and parameters decoded.
@@ -56,6 +60,9 @@ struct PlannedStep {
   AttentionParams attention;      ///< variant programs point into ProgramPlan::regions
   /// Indices into StepInputs::extra_inputs of the attention step's extra operands.
   std::vector<int32_t> extra_inputs;
+  /// Vocab-parallel embedding: row i of the table is token vocab_start + i, other tokens
+  /// give zeros. -1: the table covers the whole vocabulary.
+  int64_t vocab_start = -1;
 };
 
 struct ProgramPlan {
@@ -64,7 +71,12 @@ struct ProgramPlan {
   /// Row width (floats per token) of each activation slot.
   std::vector<int64_t> slot_widths;
   KvCacheLayout kv_layout;
+  /// The kv_cache buffer's dtype (F32 or F8E4M3FN): the pool's default element type.
+  KvDtype kv_dtype = KvDtype::kF32;
   int64_t vocab_size = 0;
+  /// Tensor parallelism: the ranks the program's all_reduce / all_gather steps span
+  /// (TensorParallelDef.world_size; 1 for an unsharded artifact).
+  int32_t world_size = 1;
   /// Number of program inputs after the eight (extra attention operands).
   int32_t num_extra_inputs = 0;
   /// Decoded attention-variant regions (stable addresses).
@@ -76,7 +88,7 @@ struct ProgramPlan {
 /// Checks programs[0] against the serving-step contract and the model config (buffer
 /// kinds, widths, weight shapes, params, that every activation is written before it is
 /// read) and lowers it. Errors name the step; quantized embeddings or output heads,
-/// quantization schemes the kernels lack, non-f32 KV caches and unknown ops are "not
+/// quantization schemes the kernels lack, KV caches neither f32 nor fp8 and unknown ops are "not
 /// supported (yet)".
 StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights,
                                   int32_t program_index = 0);

@@ -144,11 +144,21 @@ void fillDummyWeight(uint64_t seed, const std::string& name, const std::vector<i
   }
 }
 
+Status WeightStore::checkRank(int32_t index) const {
+  const schema::TensorDef& def = artifact_.tensor(index);
+  if (def.tp_rank() < 0 || def.tp_rank() == tp_rank_) return okStatus();
+  return invalidArgument("tensor '" + def.name()->str() + "' is tensor-parallel rank " +
+                         std::to_string(def.tp_rank()) + "'s shard, not this rank's (" +
+                         (tp_rank_ < 0 ? std::string("unsharded") : std::to_string(tp_rank_)) +
+                         ")");
+}
+
 StatusOr<WeightView> WeightStore::dense(int32_t index) {
   auto it = views_.find(index);
   if (it != views_.end()) return it->second;
   if (index < 0 || static_cast<size_t>(index) >= artifact_.numTensors())
     return invalidArgument("weight index " + std::to_string(index) + " is out of range");
+  INGOT_RETURN_IF_ERROR(checkRank(index));
   const schema::TensorDef& def = artifact_.tensor(index);
   WeightView view;
   view.name = def.name()->str();
@@ -216,6 +226,7 @@ StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
   if (cached != quantized_.end()) return cached->second;
   if (!isQuantized(index))
     return invalidArgument("weight index " + std::to_string(index) + " is not a quantized tensor");
+  INGOT_RETURN_IF_ERROR(checkRank(index));
   const schema::TensorDef& def = artifact_.tensor(index);
   const schema::QuantSchemeDef& scheme = *def.quant();
   QuantizedWeight q;

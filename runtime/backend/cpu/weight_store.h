@@ -50,7 +50,11 @@ struct DummyQuantParts {
 /// or fillDummyQuantized() (a quantized weight with its scales).
 class WeightStore {
  public:
-  explicit WeightStore(const Artifact& artifact) : artifact_(artifact) {}
+  /// `tp_rank`: the tensor-parallel rank whose tensors this store may hand out (with the
+  /// replicated ones, tp_rank -1); another rank's shard is an error naming it, so a rank
+  /// never touches another's bytes. -1 (unsharded): only replicated tensors.
+  explicit WeightStore(const Artifact& artifact, int32_t tp_rank = -1)
+      : artifact_(artifact), tp_rank_(tp_rank) {}
 
   /// The tensor as a dense f32/f16/bf16 matrix or vector.
   StatusOr<WeightView> dense(int32_t index);
@@ -68,7 +72,11 @@ class WeightStore {
   uint64_t denseBytes() const { return dense_bytes_; }
 
  private:
+  /// An error unless tensor `index` (in range) is replicated or tp_rank_'s.
+  Status checkRank(int32_t index) const;
+
   const Artifact& artifact_;
+  const int32_t tp_rank_;
   std::map<int32_t, WeightView> views_;
   std::map<int32_t, std::vector<float>> f32_copies_;
   std::map<int32_t, QuantizedWeight> quantized_;

@@ -31,6 +31,8 @@ struct LlamaProgramOptions {
   bool qkv_bias = false;
   /// Element type of every weight: F32, F16 or BF16.
   schema::DType weight_dtype = schema::DType::F32;
+  /// The kv_cache buffer's dtype (F8E4M3FN: an artifact compiled with an fp8 KV cache).
+  schema::DType kv_dtype = schema::DType::F32;
   /// Dummy weights: no blob, the backend fills weights from `seed`. Otherwise the blob
   /// holds seeded random values (uniform, scaled by 1/sqrt(fan-in); norms near 1).
   bool dummy_weights = false;
@@ -64,9 +66,16 @@ struct LlamaProgramOptions {
   /// same random draws, so every other tensor is the same too): the quantized model's
   /// dense twin.
   bool dequantized_linears = false;
+  /// > 1: shard the model over this many tensor-parallel ranks as `ingot compile --tp`
+  /// does (docs/tensor-parallel.md): one program per rank, sharded tensors per rank. The
+  /// full weights are drawn exactly as for tp = 1, so both artifacts hold the same model.
+  /// f32 weights with a blob only, without biases, quantization, drafts or extra inputs.
+  int32_t tp = 1;
 };
 
-/// Writes the artifact into memory.
+/// Writes the artifact into memory (sharded when options.tp > 1).
 StatusOr<std::vector<uint8_t>> buildLlamaArtifact(const LlamaProgramOptions& options);
+/// The tp > 1 case of buildLlamaArtifact (llama_program_tp.cc).
+StatusOr<std::vector<uint8_t>> buildShardedLlamaArtifact(const LlamaProgramOptions& options);
 
 }  // namespace ingot::testing

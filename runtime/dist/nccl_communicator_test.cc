@@ -1,0 +1,260 @@
+// NcclCommunicator's control flow on the CPU, over a fake libcuda + libnccl: bootstrap,
+// nonblocking init and enqueue, timeouts that abort, peers that die, aborts from elsewhere.
+#include "runtime/dist/nccl_communicator.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <future>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace ingot {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+/// The fake, opened by path before anything asks for libcuda.so.1 (its soname), so the
+/// driver loader and NcclLibrary both get it.
+class FakeDriver {
+ public:
+  FakeDriver() {
+    handle_ = ::dlopen(INGOT_FAKE_CUDA_NCCL, RTLD_NOW | RTLD_GLOBAL);
+    EXPECT_NE(handle_, nullptr) << ::dlerror();
+    setModes = reinterpret_cast<void (*)(int, int)>(::dlsym(handle_, "fakeSetModes"));
+    aborts = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeAborts"));
+    destroys = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeDestroys"));
+    lastBlocking = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeLastBlocking"));
+    collectives = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeCollectives"));
+    setenv("INGOT_NCCL_LIBRARY", INGOT_FAKE_CUDA_NCCL, 1);
+    auto cuda = CudaDriver::load();
+    EXPECT_TRUE(cuda.ok()) << cuda.status().message();
+    cuda_ = std::move(cuda).value();
+  }
+  CudaDriver& cuda() { return *cuda_; }
+
+  void (*setModes)(int init, int collective) = nullptr;
+  int (*aborts)() = nullptr;
+  int (*destroys)() = nullptr;
+  int (*lastBlocking)() = nullptr;
+  int (*collectives)() = nullptr;
+
+ private:
+  void* handle_ = nullptr;
+  std::unique_ptr<CudaDriver> cuda_;
+};
+
+FakeDriver& fake() {
+  static FakeDriver* driver = new FakeDriver();  // lives for the process, as libcuda would
+  return *driver;
+}
+
+class NcclCommunicatorFake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake().setModes(0, 0);
+    auto server = TcpStoreServer::start("127.0.0.1", 0);
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(server).value();
+    auto store = TcpStoreClient::connect("127.0.0.1", server_->port(), milliseconds(5000));
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(store).value();
+  }
+
+  StatusOr<std::unique_ptr<NcclCommunicator>> make(milliseconds timeout, int rank = 0,
+                                                   int world = 1) {
+    NcclGroupOptions options;
+    options.rank = rank;
+    options.world_size = world;
+    options.timeout = timeout;
+    options.group_name = "g" + std::to_string(next_++);
+    return NcclCommunicator::create(fake().cuda(), *store_, options);
+  }
+
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> store_;
+  int next_ = 0;
+};
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+TEST_F(NcclCommunicatorFake, CollectivesPassTheRightBuffersCountsAndDtypes) {
+  auto comm = make(milliseconds(5000));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  EXPECT_EQ(fake().lastBlocking(), 0) << "the communicator must be nonblocking";
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> in(1001), out(1001, NAN);
+  for (float& x : in) x = dist(rng);
+  // Fake device memory is host memory: a one-rank NCCL collective copies in to out.
+  ASSERT_TRUE((*comm)->allReduceSum(CollectiveDtype::kF32, in.data(), out.data(), 1001).ok());
+  EXPECT_EQ(out, in);
+  std::vector<uint16_t> in16(999), out16(999, 0xFFFF);
+  for (auto& x : in16) x = static_cast<uint16_t>(rng() & 0x7F7F);
+  ASSERT_TRUE((*comm)->allGather(CollectiveDtype::kBf16, in16.data(), 999, out16.data()).ok());
+  EXPECT_EQ(out16, in16);
+  std::fill(out.begin(), out.end(), NAN);
+  ASSERT_TRUE((*comm)->allGather(in.data(), 1001, out.data()).ok());
+  EXPECT_EQ(out, in);
+  ASSERT_TRUE((*comm)->barrier().ok());
+  EXPECT_TRUE((*comm)->groupStatus().ok());
+}
+
+TEST_F(NcclCommunicatorFake, NonblockingEnqueueInProgressIsWaitedFor) {
+  auto comm = make(milliseconds(5000));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  fake().setModes(0, 3);
+  std::vector<float> x(64, 1.0f);
+  int before = fake().collectives();
+  ASSERT_TRUE((*comm)->allReduceSum(x.data(), 64).ok());
+  EXPECT_EQ(fake().collectives(), before + 1);
+}
+
+TEST_F(NcclCommunicatorFake, HealthyShutdownFinalizesAndDestroysWithoutAbort) {
+  int aborts = fake().aborts(), destroys = fake().destroys();
+  {
+    auto comm = make(milliseconds(5000));
+    ASSERT_TRUE(comm.ok()) << comm.status().message();
+  }
+  EXPECT_EQ(fake().destroys(), destroys + 1);
+  EXPECT_EQ(fake().aborts(), aborts);
+}
+
+TEST_F(NcclCommunicatorFake, InitThatNeverCompletesTimesOutAndAborts) {
+  fake().setModes(1, 0);
+  int aborts = fake().aborts();
+  auto start = Clock::now();
+  auto comm = make(milliseconds(300));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_GE(secondsSince(start), 0.29);
+  EXPECT_LT(secondsSince(start), 3.0);
+  EXPECT_EQ(comm.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& m = comm.status().message();
+  EXPECT_NE(m.find("rank 0 of 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("init"), std::string::npos) << m;
+  EXPECT_NE(m.find("300 ms"), std::string::npos) << m;
+  EXPECT_EQ(fake().aborts(), aborts + 1);
+}
+
+TEST_F(NcclCommunicatorFake, InitFailureCarriesNcclsMessage) {
+  fake().setModes(2, 0);
+  auto comm = make(milliseconds(5000));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_NE(comm.status().message().find("fake NCCL error"), std::string::npos)
+      << comm.status().message();
+}
+
+TEST_F(NcclCommunicatorFake, CollectiveThatNeverCompletesTimesOutAndBreaksTheGroup) {
+  auto comm = make(milliseconds(300));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  fake().setModes(0, 1);
+  int aborts = fake().aborts();
+  std::vector<float> x(1000, 1.0f);
+  auto start = Clock::now();
+  Status s = (*comm)->allReduceSum(x.data(), 1000);
+  ASSERT_FALSE(s.ok());
+  EXPECT_GE(secondsSince(start), 0.29);
+  EXPECT_LT(secondsSince(start), 3.0);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("all_reduce of 1000 f32 on rank 0 of 1"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("300 ms"), std::string::npos) << s.message();
+  EXPECT_EQ(fake().aborts(), aborts + 1);
+  // Broken for good: later calls fail at once with the first error, without NCCL.
+  fake().setModes(0, 0);
+  int calls = fake().collectives();
+  start = Clock::now();
+  EXPECT_EQ((*comm)->barrier().message(), s.message());
+  EXPECT_EQ((*comm)->allGather(x.data(), 10, x.data() + 100).message(), s.message());
+  EXPECT_LT(secondsSince(start), 0.25);  // well under the 300 ms a wait would take
+  EXPECT_EQ(fake().collectives(), calls);
+  EXPECT_EQ((*comm)->groupStatus().message(), s.message());
+}
+
+TEST_F(NcclCommunicatorFake, PeerDeathReportedByNcclFailsBeforeTheTimeout) {
+  auto comm = make(milliseconds(20000));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  fake().setModes(0, 2);
+  std::vector<uint16_t> x(4096);
+  auto start = Clock::now();
+  Status s = (*comm)->allReduceSum(CollectiveDtype::kBf16, x.data(), x.data(), 4096);
+  ASSERT_FALSE(s.ok());
+  EXPECT_LT(secondsSince(start), 2.0);
+  EXPECT_NE(s.message().find("all_reduce of 4096 bf16"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("remote process exited"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("peer 1 closed"), std::string::npos) << s.message();
+}
+
+TEST_F(NcclCommunicatorFake, AbortFromAnotherThreadEndsACollectiveInFlight) {
+  auto comm = make(milliseconds(30000));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  fake().setModes(0, 1);
+  int aborts = fake().aborts();
+  std::vector<float> x(16);
+  auto start = Clock::now();
+  auto pending =
+      std::async(std::launch::async, [&] { return (*comm)->allReduceSum(x.data(), 16); });
+  std::this_thread::sleep_for(milliseconds(100));
+  (*comm)->abort(internalError("rank 1 died: its engine step failed"));
+  Status s = pending.get();
+  EXPECT_LT(secondsSince(start), 2.0);
+  EXPECT_EQ(s.message(), "rank 1 died: its engine step failed");
+  EXPECT_EQ(fake().aborts(), aborts + 1);  // aborted once, by the polling thread
+}
+
+TEST_F(NcclCommunicatorFake, BadArgumentsAreRefusedWithoutBreakingTheGroup) {
+  auto comm = make(milliseconds(5000));
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  std::vector<float> x(100);
+  Status s = (*comm)->allReduceSum(CollectiveDtype::kF32, x.data(), x.data() + 10, 50);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.message();
+  s = (*comm)->allGather(CollectiveDtype::kF32, x.data() + 5, 10, x.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  s = (*comm)->allReduceSum(x.data(), -1);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_TRUE((*comm)->groupStatus().ok());
+  EXPECT_TRUE((*comm)->allReduceSum(x.data(), 100).ok());
+
+  auto bad = make(milliseconds(5000), 2, 2);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("rank 2 of 2"), std::string::npos)
+      << bad.status().message();
+  NcclGroupOptions options;
+  options.device = 1;  // the fake has one device
+  auto noDevice = NcclCommunicator::create(fake().cuda(), *store_, options);
+  EXPECT_NE(noDevice.status().message().find("device 1 does not exist"), std::string::npos)
+      << noDevice.status().message();
+}
+
+TEST_F(NcclCommunicatorFake, OtherRanksTakeTheUniqueIdFromTheStore) {
+  // Rank 1 of 2 waits for rank 0's id: missing, then malformed, then right.
+  auto start = Clock::now();
+  auto missing = make(milliseconds(300), 1, 2);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_LT(secondsSince(start), 3.0);
+  EXPECT_NE(missing.status().message().find("'g0/nccl_unique_id'"), std::string::npos)
+      << missing.status().message();
+  ASSERT_TRUE(store_->set("g1/nccl_unique_id", std::vector<uint8_t>(100, 1)).ok());
+  auto malformed = make(milliseconds(1000), 1, 2);
+  EXPECT_EQ(malformed.status().code(), StatusCode::kDataLoss) << malformed.status().message();
+  ASSERT_TRUE(store_->set("g2/nccl_unique_id", std::vector<uint8_t>(NCCL_UNIQUE_ID_BYTES, 3)).ok());
+  auto joined = make(milliseconds(1000), 1, 2);
+  ASSERT_TRUE(joined.ok()) << joined.status().message();
+  EXPECT_EQ((*joined)->rank(), 1);
+  EXPECT_EQ((*joined)->worldSize(), 2);
+  // Rank 0 publishes the id it made for the others.
+  auto root = make(milliseconds(1000), 0, 2);
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  auto id = store_->get("g3/nccl_unique_id", milliseconds(100));
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_EQ(id->size(), size_t(NCCL_UNIQUE_ID_BYTES));
+}
+
+}  // namespace
+}  // namespace ingot
