@@ -37,8 +37,9 @@ StatusOr<CudaBinary> compileOne(const std::string &source, const std::string &na
     return internalError(std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(rc));
 
   bool isPtx = target.rfind("compute_", 0) == 0;
-  std::vector<std::string> options = {"-arch=" + target, "-std=c++17",
-                                      "-I" INGOT_CUDA_INCLUDE_DIR, "--use_fast_math"};
+  std::vector<std::string> options = {"-arch=" + target};
+  for (std::string &o : nvrtcBaseOptions())
+    options.push_back(std::move(o));
   options.insert(options.end(), extraOptions.begin(), extraOptions.end());
   std::vector<const char *> argv;
   for (const std::string &o : options)
@@ -83,6 +84,10 @@ StatusOr<std::vector<CudaBinary>> compileCuda(const std::string &source,
     binaries.push_back(std::move(binary).value());
   }
   return binaries;
+}
+
+std::vector<std::string> nvrtcBaseOptions() {
+  return {"-std=c++17", "-I" INGOT_CUDA_INCLUDE_DIR, "--use_fast_math"};
 }
 
 std::string nvrtcVersionString() {

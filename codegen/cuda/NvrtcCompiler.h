@@ -39,6 +39,10 @@ StatusOr<std::vector<CudaBinary>> compileCuda(const std::string &source,
                                               const std::vector<std::string> &targets,
                                               const std::vector<std::string> &options = {});
 
+/// The options compileCuda passes to NVRTC for every target before the caller's (the
+/// target's -arch comes first), e.g. for a cache key.
+std::vector<std::string> nvrtcBaseOptions();
+
 /// The NVRTC version as "major.minor".
 std::string nvrtcVersionString();
 

@@ -1,14 +1,20 @@
 //===- CompileCommand.cpp - `ingot compile` -------------------------------===//
 #include "compiler/driver/CompileCommand.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <iterator>
+#include <utility>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/artifact/DraftProgram.h"
+#include "codegen/cuda/KernelCache.h"
+#include "compiler/driver/AttentionKernels.h"
+#include "compiler/driver/Calibration.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
@@ -92,8 +98,9 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
-/// Marks the weights whose checkpoint tensors are GGUF Q4_0 / Q4_1 blocks with the int4
-/// scheme that holds them exactly (`source_quant`), so `--quant int4` keeps the blocks.
+/// Marks the weights whose checkpoint tensors are GGUF Q4_0 / Q4_1 blocks or GPTQ / AWQ
+/// layers with the int4 scheme that holds them exactly (`source_quant`), so `--quant int4`
+/// keeps their integers.
 void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedModel &model) {
   using mlir::ingot::QuantOffsetKind;
   module.walk([&](mlir::ingot::WeightOp op) {
@@ -102,11 +109,72 @@ void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedM
     importer::SourceQuant source = model.tensors[op.getHandle()].sourceQuant;
     if (source == importer::SourceQuant::None)
       return;
+    // GPTQ / AWQ: w = scale * (q - zero) with the checkpoint's own group and integer zeros.
+    const bool packed =
+        source == importer::SourceQuant::Gptq || source == importer::SourceQuant::Awq;
     op.setSourceQuantAttr(mlir::ingot::QuantSchemeAttr::get(
-        op.getContext(), mlir::ingot::QuantKind::Int4, quant::kGgmlQ4BlockSize,
-        source == importer::SourceQuant::GgufQ4_0 ? QuantOffsetKind::Zero
-                                                  : QuantOffsetKind::Min));
+        op.getContext(), mlir::ingot::QuantKind::Int4,
+        packed ? model.tensors[op.getHandle()].sourceGroupSize : quant::kGgmlQ4BlockSize,
+        source == importer::SourceQuant::GgufQ4_1 ? QuantOffsetKind::Min
+                                                  : QuantOffsetKind::Zero));
   });
+}
+
+/// "GPTQ" / "AWQ" / "GGUF Q4" for a checkpoint holding such tensors (the first found),
+/// and the group size of its GPTQ / AWQ layers (0 when none or when they differ).
+std::pair<const char *, int64_t> sourceQuantization(const importer::ImportedModel &model) {
+  const char *label = nullptr;
+  int64_t group = -1;
+  for (const importer::ImportedTensor &t : model.tensors) {
+    if (t.sourceQuant == importer::SourceQuant::None)
+      continue;
+    const bool packed = t.sourceQuant == importer::SourceQuant::Gptq ||
+                        t.sourceQuant == importer::SourceQuant::Awq;
+    if (!label)
+      label = t.sourceQuant == importer::SourceQuant::Gptq  ? "GPTQ"
+              : t.sourceQuant == importer::SourceQuant::Awq ? "AWQ"
+                                                             : "GGUF Q4";
+    if (packed)
+      group = group < 0 || group == t.sourceGroupSize ? t.sourceGroupSize : 0;
+  }
+  return {label, std::max<int64_t>(group, 0)};
+}
+
+/// One line on what calibration did, for the compile summary.
+std::string describeCalibration(const CalibrationResult &c) {
+  double meanAlpha = 0.0;
+  for (float a : c.alphas)
+    meanAlpha += a;
+  if (!c.alphas.empty())
+    meanAlpha /= static_cast<double>(c.alphas.size());
+  char line[320];
+  int used = std::snprintf(line, sizeof(line),
+                           "calibrated on %lld tokens (forward %.1f s, search %.1f s): ",
+                           static_cast<long long>(c.tokens), c.forwardSeconds, c.searchSeconds);
+  if (c.alphas.empty())
+    used += std::snprintf(line + used, sizeof(line) - used, "no scale search");
+  else
+    used += std::snprintf(line + used, sizeof(line) - used,
+                          "%zu scale groups, mean alpha %.2f, sampled output error %.3g -> %.3g",
+                          c.alphas.size(), meanAlpha, c.unscaledError, c.error);
+  std::snprintf(line + used, sizeof(line) - used,
+                "; %zu weights with activation-weighted block scales", c.columnImportance.size());
+  return line;
+}
+
+/// The compile summary's kernels line: "kernels: 4 (1 from cache) for sm_80 ..., 2.1 s".
+std::string kernelSummary(const CudaKernelReport &report, const std::vector<std::string> &targets) {
+  if (targets.empty())
+    return std::string("kernels: none (") +
+           (cudaCodegenAvailable() ? "--cuda-targets none" : "built without NVRTC") + ")";
+  std::string line = "kernels: " + std::to_string(report.kernels) + " (" +
+                     std::to_string(report.kernelsFromCache) + " from cache) for";
+  for (const std::string &t : targets)
+    line += " " + t;
+  char tail[64];
+  std::snprintf(tail, sizeof(tail), ", %zu NVRTC compiles, %.2f s", report.compiles,
+                report.seconds);
+  return line + tail;
 }
 
 } // namespace
@@ -125,7 +193,48 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     err << "ingot compile: error: --quant-scales applies to --quant nvfp4 and mxfp4 only\n";
     return 2;
   }
+  if (!options.calib.empty() && options.quant != "int4" && options.quant != "nvfp4" &&
+      options.quant != "mxfp4") {
+    err << "ingot compile: error: --calib applies to --quant int4, nvfp4 and mxfp4 only\n";
+    return 2;
+  }
+  if (options.calib.empty() && (options.calibTokens != 4096 || options.calibSearch != "all")) {
+    err << "ingot compile: error: --calib-tokens and --calib-search need --calib\n";
+    return 2;
+  }
+  if (options.calibSearch != "all" && options.calibSearch != "scale" &&
+      options.calibSearch != "clip") {
+    err << "ingot compile: error: --calib-search must be all, scale or clip, not '"
+        << options.calibSearch << "'\n";
+    return 2;
+  }
+  if (options.tensorParallel < 1) {
+    err << "ingot compile: error: --tp must be >= 1, got " << options.tensorParallel << "\n";
+    return 2;
+  }
+  if (options.tensorParallel > 1 && (!options.quant.empty() || options.draftLayers > 0)) {
+    err << "ingot compile: error: --tp with "
+        << (options.quant.empty() ? "--draft-layers" : "--quant") << " is not supported yet\n";
+    return 2;
+  }
+  StatusOr<std::vector<std::string>> cudaTargets = parseCudaTargets(options.cudaTargets);
+  if (!cudaTargets.ok()) {
+    err << "ingot compile: error: " << cudaTargets.status().message() << "\n";
+    return 2;
+  }
   InputKind kind = classifyInput(options.input);
+  if (!options.calib.empty() && kind != InputKind::Gguf && kind != InputKind::Directory &&
+      kind != InputKind::Missing) {
+    err << "ingot compile: error: --calib needs a checkpoint (GGUF or Hugging Face directory), "
+           "not the module '"
+        << options.input << "'\n";
+    return 2;
+  }
+  if (options.kvDtype != "f32" && kind != InputKind::Gguf && kind != InputKind::Directory) {
+    err << "ingot compile: error: --kv-dtype applies to checkpoints; an ingot module "
+           "declares its KV cache type itself\n";
+    return 2;
+  }
   if (kind == InputKind::Missing) {
     err << "ingot compile: error: cannot read '" << options.input << "'\n";
     return 1;
@@ -139,7 +248,12 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   mlir::OwningOpRef<mlir::ModuleOp> module;
   LoweringOptions lowering;
   std::unique_ptr<importer::ImportedModel> checkpoint;
+  // --calib: the folded checkpoint (its tensors read through `checkpoint`'s) and the
+  // channel weights its quantized tensors are encoded with.
+  std::unique_ptr<CalibrationResult> calibration;
   uint64_t sourceHash = 0;
+  int64_t quantGroupSize = options.quantGroupSize;
+  const char *sourceLabel = nullptr; // what exactly-copied weights come from
 
   if (kind == InputKind::Gguf || kind == InputKind::Directory) {
     StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype);
@@ -156,6 +270,47 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
       return 1;
     }
     checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
+    if (options.kvDtype == "fp8") {
+      checkpoint->config.kvDtype = schema::DType::F8E4M3FN;
+    } else if (options.kvDtype != "f32") {
+      err << "ingot compile: error: --kv-dtype must be f32 or fp8, got '" << options.kvDtype
+          << "'\n";
+      return 2;
+    }
+    // A GPTQ / AWQ checkpoint keeps its own group under --quant int4 unless another is asked.
+    sourceLabel = sourceQuantization(*checkpoint).first;
+    if (int64_t group = sourceQuantization(*checkpoint).second;
+        options.quant == "int4" && group > 0 && quantGroupSize == quant::kGgmlQ4BlockSize &&
+        group != quantGroupSize) {
+      if (std::find(std::begin(quant::kInt4GroupSizes), std::end(quant::kInt4GroupSizes),
+                    group) != std::end(quant::kInt4GroupSizes)) {
+        quantGroupSize = group;
+        out << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
+      } else {
+        err << "ingot compile: warning: the " << sourceLabel << " checkpoint's group size "
+            << group << " is not one of 32, 64, 128: its layers are re-quantized with group "
+            << quantGroupSize << "\n";
+      }
+    }
+    if (!options.calib.empty()) {
+      CalibrationOptions calib;
+      calib.textPath = options.calib;
+      calib.maxTokens = options.calibTokens;
+      calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
+                       : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
+                                                  : quant::WeightEncoding::Mxfp4;
+      calib.group = quantGroupSize;
+      calib.searchScales = options.calibSearch != "clip";
+      calib.weightedBlocks = options.calibSearch != "scale";
+      StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
+      if (!calibrated.ok()) {
+        err << "ingot compile: error: --calib " << options.calib << ": "
+            << calibrated.status().message() << "\n";
+        return 1;
+      }
+      calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
+      out << describeCalibration(*calibration) << "\n";
+    }
     std::string error;
     auto built = importer::buildLlamaModule(context, *checkpoint, error);
     if (failed(built)) {
@@ -164,9 +319,11 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
       return 1;
     }
     module = std::move(*built);
-    annotateSourceQuantization(*module, *checkpoint);
+    annotateSourceQuantization(*module, calibration ? calibration->model : *checkpoint);
     lowering.weights = WeightSource::Checkpoint;
-    lowering.checkpoint = checkpoint.get();
+    lowering.checkpoint = calibration ? &calibration->model : checkpoint.get();
+    if (calibration)
+      lowering.quantColumnImportance = &calibration->columnImportance;
     if (::isatty(STDERR_FILENO))
       lowering.onTensorWritten = [&err](size_t done, size_t total) {
         constexpr size_t kWidth = 40;
@@ -205,8 +362,9 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
 
   PipelineOptions pipeline;
   pipeline.quant = options.quant;
-  pipeline.quantGroupSize = options.quantGroupSize;
+  pipeline.quantGroupSize = quantGroupSize;
   pipeline.quantSkip = options.quantSkip;
+  pipeline.tensorParallel = options.tensorParallel;
   if (mlir::failed(runCompilePipeline(*module, pipeline))) {
     diagnostics.flush();
     err << "ingot compile: error: the pass pipeline failed on '" << options.input << "'\n";
@@ -247,6 +405,15 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     }
     writer.addProgram(std::move(*draft));
   }
+  CudaKernelReport kernels;
+  if (Status s = addAttentionKernels(writer, {*cudaTargets, codegen::KernelCache::defaultDirectory()},
+                                     &kernels);
+      !s.ok()) {
+    err << "ingot compile: error: " << s.message() << "\n";
+    return 1;
+  }
+  for (const std::string &w : kernels.warnings)
+    err << "ingot compile: warning: " << w << "\n";
   Status status = writer.write(options.output);
   if (!status.ok()) {
     err << "ingot compile: error: " << status.message() << "\n";
@@ -284,9 +451,14 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
                   report.quantizedWeights, options.quant.c_str());
     out << summary;
     if (report.exactQuantizedWeights > 0)
-      out << " (" << report.exactQuantizedWeights << " copied exactly from GGUF Q4 blocks)";
+      out << " (" << report.exactQuantizedWeights << " copied exactly from "
+          << (sourceLabel && std::string(sourceLabel) != "GGUF Q4"
+                  ? std::string(sourceLabel) + " integers"
+                  : std::string("GGUF Q4 blocks"))
+          << ")";
     out << "\n";
   }
+  out << kernelSummary(kernels, *cudaTargets) << "\n";
   return 0;
 }
 

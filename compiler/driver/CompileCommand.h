@@ -28,6 +28,9 @@ struct CompileOptions {
   uint64_t seed = 0;
   /// Weight dtype for checkpoints: "f32", "bf16" or "f16".
   std::string dtype = "bf16";
+  /// KV cache element type for checkpoints: "f32" or "fp8" (E4M3 with per-block scales;
+  /// the runtime's --kv-dtype overrides it).
+  std::string kvDtype = "f32";
   /// Quantize linear weights: "" (no), "int4", "fp8", "nvfp4" or "mxfp4".
   std::string quant;
   /// Elements per int4 scale along K (32, 64 or 128).
@@ -37,8 +40,23 @@ struct CompileOptions {
   /// NVFP4 / MXFP4 block scales: "absmax" (from the block maximum) or "mse" (the scale
   /// near it with the least squared error).
   std::string quantScales = "absmax";
+  /// A calibration text (`--calib`): 4-bit weights (int4, nvfp4, mxfp4) get activation-aware
+  /// scales from running the unquantized model over it (compiler/driver/Calibration.h).
+  /// Empty = none, and the artifact is exactly what it is without calibration.
+  std::string calib;
+  /// Most calibration tokens (`--calib-tokens`).
+  int64_t calibTokens = 4096;
+  /// What calibration searches (`--calib-search`): "all" (folded AWQ scales and
+  /// activation-weighted block scales), "scale" (the former only) or "clip" (the latter).
+  std::string calibSearch = "all";
   /// > 0: also a draft program of the first N decoder layers and the head (self-speculation).
   int32_t draftLayers = 0;
+  /// Tensor-parallel ranks (`--tp`): > 1 shards the model (docs/tensor-parallel.md).
+  int32_t tensorParallel = 1;
+  /// CUDA attention kernels (`--cuda-targets`): "all", "none", a comma-separated list of
+  /// sm_XY[a|f] / compute_XY targets, or "" for the default ("all" where this build has
+  /// NVRTC, else "none"). Compiled binaries are cached on disk (INGOT_KERNEL_CACHE).
+  std::string cudaTargets;
   /// The command line as typed, recorded in the artifact's provenance.
   std::vector<std::string> commandLine;
 };

@@ -8,12 +8,15 @@
 #include "codegen/cpu/RegionBytecodeEmitter.h"
 #include "compiler/driver/QuantizedTensors.h"
 #include "compiler/driver/RandomWeights.h"
+#include "compiler/driver/ShardedTensors.h"
+#include "compiler/driver/StepFunctions.h"
 #include "runtime/artifact/dtype_info.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace ingot::compiler {
@@ -92,6 +95,8 @@ schema::OpKind stepKind(mlir::Operation *op) {
       .Case("ingot.gelu_mul", schema::OpKind::GeluMul)
       .Case("ingot.add", schema::OpKind::Add)
       .Case("ingot.logits", schema::OpKind::Logits)
+      .Case("ingot.all_reduce", schema::OpKind::AllReduce)
+      .Case("ingot.all_gather", schema::OpKind::AllGather)
       .Default(schema::OpKind::Invalid);
 }
 
@@ -166,23 +171,35 @@ public:
   mlir::LogicalResult run() {
     if (options.weights == WeightSource::Checkpoint && !options.checkpoint)
       return module.emitError("checkpoint weights requested without a checkpoint");
-    mlir::func::FuncOp step = findStepFunction();
-    if (!step)
+    llvm::SmallVector<mlir::func::FuncOp> steps = findStepFunctions(module);
+    if (steps.empty())
       return failure();
-    if (failed(lowerConfig(step)) || failed(collectWeights(step)))
+    if (failed(lowerConfig(steps.front())))
       return failure();
-    Program program;
-    program.name = step.getSymName().str();
-    if (failed(lowerProgram(step, program)))
-      return failure();
-    writer.addProgram(std::move(program));
+    // A sharded module has one step per rank (ingot-shard-tensor-parallel): one program
+    // each, tensors of one rank or replicated (docs/tensor-parallel.md).
+    writer.setTensorParallel(static_cast<int32_t>(steps.size() > 1 ? steps.size() : 1));
+    numWeightTensors = countStepTensors(steps);
+    for (mlir::func::FuncOp step : steps) {
+      auto rankAttr = step->getAttrOfType<mlir::IntegerAttr>(
+          mlir::ingot::kTensorParallelRankAttrName);
+      const int32_t rank = steps.size() > 1 ? static_cast<int32_t>(rankAttr.getInt()) : -1;
+      if (failed(collectWeights(step, rank)))
+        return failure();
+      Program program;
+      program.name = step.getSymName().str();
+      program.tpRank = rank;
+      if (failed(lowerProgram(step, program)))
+        return failure();
+      writer.addProgram(std::move(program));
+    }
     if (options.weights == WeightSource::Dummy)
       writer.setDummyWeights(options.seed);
     if (options.checkpoint && options.checkpoint->hasTokenizer)
       writer.setTokenizer(options.checkpoint->tokenizer);
     writer.setProvenance(options.provenance);
     if (report) {
-      step.walk([&](mlir::ingot::WeightOp op) {
+      module.walk([&](mlir::ingot::WeightOp op) {
         if (auto encoding = op.getEncodingAttr())
           report->quantizedWeights += encoding.getPart() == mlir::ingot::QuantPart::Weight;
       });
@@ -192,20 +209,6 @@ public:
   }
 
 private:
-  /// The function named `step`, or the module's only function.
-  mlir::func::FuncOp findStepFunction() {
-    auto funcs = llvm::to_vector(module.getOps<mlir::func::FuncOp>());
-    for (mlir::func::FuncOp f : funcs)
-      if (f.getSymName() == "step")
-        return f;
-    if (funcs.size() == 1)
-      return funcs.front();
-    module.emitError() << "expected a serving-step function named 'step' (or exactly "
-                          "one function), found "
-                       << funcs.size() << " functions";
-    return nullptr;
-  }
-
   mlir::LogicalResult lowerConfig(mlir::func::FuncOp step) {
     auto dict = module->getAttrOfType<mlir::DictionaryAttr>("ingot.model");
     if (!dict)
@@ -262,14 +265,33 @@ private:
   }
 
   /// Adds one tensor per `ingot.weight` op, in program order. A quantized linear's
-  /// weight tensor carries its scheme and the indices of its scale tensors.
-  mlir::LogicalResult collectWeights(mlir::func::FuncOp step) {
+  /// weight tensor carries its scheme and the indices of its scale tensors. For the step of
+  /// tensor-parallel rank `rank` (>= 0), sharded weights become tensors of that rank and
+  /// replicated ones are added once, by the first rank that uses them.
+  mlir::LogicalResult collectWeights(mlir::func::FuncOp step, int32_t rank) {
     // Tensor indices follow program order, so they are known before any is added.
+    const int32_t base = static_cast<int32_t>(writer.numTensors());
     llvm::SmallVector<mlir::ingot::WeightOp> weights;
-    step.walk([&](mlir::ingot::WeightOp op) {
-      tensorOf[op.getResult()] = static_cast<int32_t>(weights.size());
+    mlir::WalkResult sharedWalk = step.walk([&](mlir::ingot::WeightOp op) {
+      if (rank >= 0 && !op.getShardAttr()) {
+        auto it = replicated.find(op.getName());
+        if (it != replicated.end()) {
+          if (it->second.getType() != op.getType() || it->second.getHandle() != op.getHandle()) {
+            op.emitError() << "replicated weight '" << op.getName()
+                           << "' differs between ranks in type or handle";
+            return mlir::WalkResult::interrupt();
+          }
+          tensorOf[op.getResult()] = tensorOf.lookup(it->second.getResult());
+          return mlir::WalkResult::advance();
+        }
+        replicated[op.getName()] = op;
+      }
+      tensorOf[op.getResult()] = base + static_cast<int32_t>(weights.size());
       weights.push_back(op);
+      return mlir::WalkResult::advance();
     });
+    if (sharedWalk.wasInterrupted())
+      return failure();
 
     llvm::DenseMap<mlir::Value, QuantScheme> schemes;
     llvm::DenseSet<mlir::Value> scaleValues; // scales get positive random values
@@ -310,7 +332,6 @@ private:
       return failure();
 
     std::map<std::string, int32_t> names;
-    numWeightTensors = weights.size();
     for (mlir::ingot::WeightOp op : weights) {
       auto ranked = llvm::cast<mlir::RankedTensorType>(op.getResult().getType());
       if (!ranked.hasStaticShape())
@@ -322,6 +343,10 @@ private:
         return op.emitError() << "element type " << ranked.getElementType()
                               << " has no artifact dtype";
       spec.shape.assign(ranked.getShape().begin(), ranked.getShape().end());
+      spec.tpRank = op.getShardAttr() ? rank : -1;
+      if (op.getShardAttr() && rank < 0)
+        return op.emitError() << "weight '" << spec.name
+                              << "' is a tensor-parallel shard in an unsharded module";
       if (auto it = schemes.find(op.getResult()); it != schemes.end())
         spec.quant = it->second;
       if (!names.emplace(spec.name, tensorOf[op.getResult()]).second)
@@ -336,11 +361,11 @@ private:
           return failure();
         continue;
       }
-      std::vector<uint8_t> bytes;
-      fillRandomWeights(spec.dtype, static_cast<uint64_t>(ranked.getNumElements()),
-                        options.seed, spec.name, kRandomWeightAmplitude,
-                        scaleValues.contains(op.getResult()), bytes);
-      writer.addTensor(std::move(spec), std::move(bytes));
+      StatusOr<std::vector<uint8_t>> bytes =
+          randomWeightBytes(op, spec, scaleValues.contains(op.getResult()));
+      if (!bytes.ok())
+        return op.emitError() << "weight '" << spec.name << "': " << bytes.status().message();
+      writer.addTensor(std::move(spec), std::move(bytes).value());
     }
     return success();
   }
@@ -354,12 +379,48 @@ private:
       return op.emitError() << "weight handle " << handle << " is not in the checkpoint ("
                             << model.tensors.size() << " tensors)";
     const importer::ImportedTensor &tensor = model.tensors[handle];
-    if (tensor.shape != spec.shape || tensor.dtype != spec.dtype)
+    mlir::ingot::ShardAttr shard = op.getShardAttr();
+    std::vector<int64_t> expected = tensor.shape;
+    if (shard && shard.getDim() < static_cast<int64_t>(expected.size()) &&
+        expected[shard.getDim()] == shard.getSourceSize())
+      expected = slicedShape(tensor.shape, toSlice(shard));
+    if (expected != spec.shape || tensor.dtype != spec.dtype)
       return op.emitError() << "weight '" << spec.name
                             << "' does not match checkpoint tensor '" << tensor.name
-                            << "' in shape or dtype";
-    addProducedTensor(std::move(spec), tensor.produce);
+                            << "' in shape or dtype" << (shard ? " (as the shard's source)" : "");
+    if (!shard) {
+      addProducedTensor(std::move(spec), tensor.produce);
+      return success();
+    }
+    StatusOr<TensorProducer> produce =
+        sliceProducer(tensor.produce, tensor.dtype, tensor.shape, toSlice(shard));
+    if (!produce.ok())
+      return op.emitError() << "weight '" << spec.name << "': " << produce.status().message();
+    addProducedTensor(std::move(spec), std::move(produce).value());
     return success();
+  }
+
+  static ShardSlice toSlice(mlir::ingot::ShardAttr shard) {
+    return {shard.getDim(), shard.getOffset(), shard.getSize()};
+  }
+
+  /// Seeded pseudo-random bytes of `op`'s tensor. A shard is cut from the random bytes of
+  /// its whole source, so every rank's slices tile the tensor an unsharded compile makes.
+  StatusOr<std::vector<uint8_t>> randomWeightBytes(mlir::ingot::WeightOp op,
+                                                   const TensorSpec &spec, bool positive) {
+    mlir::ingot::ShardAttr shard = op.getShardAttr();
+    std::vector<int64_t> source = spec.shape;
+    if (shard)
+      source[shard.getDim()] = shard.getSourceSize();
+    uint64_t count = 1;
+    for (int64_t d : source)
+      count *= static_cast<uint64_t>(d);
+    std::vector<uint8_t> whole;
+    fillRandomWeights(spec.dtype, count, options.seed, spec.name, kRandomWeightAmplitude,
+                      positive, whole);
+    if (!shard)
+      return whole;
+    return sliceBytes(whole, spec.dtype, source, toSlice(shard));
   }
 
   /// A tensor that quantizes a checkpoint tensor (an `#ingot.encoding` weight); its bytes
@@ -371,7 +432,8 @@ private:
       return op.emitError() << "the compiler cannot quantize weights to "
                             << encoding.getScheme() << " yet";
     if (!quantized)
-      quantized = std::make_unique<QuantizedTensors>(*options.checkpoint, options.quantScales);
+      quantized = std::make_unique<QuantizedTensors>(*options.checkpoint, options.quantScales,
+                                                     options.quantColumnImportance);
     StatusOr<TensorProducer> produce = quantized->producer(
         op.getHandle(), *encoder, encoding.getScheme().getBlockSize(),
         toEncodedPart(encoding.getPart()), spec.dtype, spec.shape);
@@ -590,6 +652,9 @@ private:
   /// Encodes quantized weights from the checkpoint (created at the first one).
   std::unique_ptr<QuantizedTensors> quantized;
   size_t numWeightTensors = 0;
+  /// Replicated weights of a sharded module by name: the first rank's op, whose tensor the
+  /// other ranks share.
+  llvm::StringMap<mlir::ingot::WeightOp> replicated;
   llvm::DenseMap<mlir::Value, int32_t> tensorOf;
   std::shared_ptr<size_t> tensorsWritten = std::make_shared<size_t>(0);
   llvm::DenseMap<mlir::Value, int32_t> bufferOf;

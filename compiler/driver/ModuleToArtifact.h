@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct LoweringOptions {
   const importer::ImportedModel *checkpoint = nullptr;
   /// How quantized weights' NVFP4 / MXFP4 block scales are chosen.
   quant::ScaleChoice quantScales = quant::ScaleChoice::Absmax;
+  /// `--calib`: per weight name, input-channel weights for activation-aware block scales
+  /// (see QuantizedTensors); null = none. Must outlive the writer's write().
+  const std::map<std::string, std::vector<float>> *quantColumnImportance = nullptr;
   /// Called after each checkpoint tensor is written, with (tensors done, total).
   std::function<void(size_t, size_t)> onTensorWritten;
   Provenance provenance;

@@ -26,6 +26,11 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     quant.skip.assign(options.quantSkip.begin(), options.quantSkip.end());
     pm.addPass(createQuantizeWeights(quant));
   }
+  if (options.tensorParallel > 1) {
+    ShardTensorParallelOptions shard;
+    shard.tp = options.tensorParallel;
+    pm.addPass(createShardTensorParallel(shard));
+  }
 }
 
 mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module, const PipelineOptions &options) {

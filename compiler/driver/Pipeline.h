@@ -19,13 +19,16 @@ struct PipelineOptions {
   int64_t quantGroupSize = 32;
   /// Weight-name patterns that stay unquantized (see ingot-quantize-weights).
   std::vector<std::string> quantSkip;
+  /// Tensor-parallel ranks (ingot-shard-tensor-parallel); 1 = unsharded.
+  int64_t tensorParallel = 1;
 };
 
 /// Registers every dialect an input module may use (ingot, func, arith, math).
 void registerCompilerDialects(mlir::DialectRegistry &registry);
 
-/// Adds the compile pipeline in order: canonicalize, cse, quantize weights (when asked)
-/// (fusion, attention specialization and planning join here as they land).
+/// Adds the compile pipeline in order: canonicalize, cse, quantize weights (when asked),
+/// shard over tensor-parallel ranks (when asked); fusion, attention specialization and
+/// planning join here as they land.
 void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
 /// Verifies `module`, runs the pipeline, verifies again.

@@ -68,8 +68,9 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 } // namespace
 
 struct QuantizedTensors::State {
-  State(const importer::ImportedModel &model, quant::ScaleChoice scales)
-      : model(model), scales(scales) {}
+  State(const importer::ImportedModel &model, quant::ScaleChoice scales,
+        const std::map<std::string, std::vector<float>> *importance)
+      : model(model), scales(scales), importance(importance) {}
 
   /// Encodes the source once; its parts are handed out of the entry's bytes.
   Status ensureEncoded(const EncodingKey &key) {
@@ -78,7 +79,14 @@ struct QuantizedTensors::State {
       return okStatus();
     auto [handle, encoding, group] = key;
     const importer::ImportedTensor &tensor = model.tensors[handle];
-    StatusOr<quant::EncodedWeight> encoded = encodeSource(tensor, encoding, group, scales);
+    const std::vector<float> *columnWeights = nullptr;
+    if (importance) {
+      auto it = importance->find(tensor.name);
+      if (it != importance->end())
+        columnWeights = &it->second;
+    }
+    StatusOr<quant::EncodedWeight> encoded =
+        encodeSource(tensor, encoding, group, scales, columnWeights);
     if (!encoded.ok())
       return encoded.status().withPrefix("tensor '" + tensor.name + "'");
     entry.bytes = std::move(encoded).value();
@@ -88,8 +96,18 @@ struct QuantizedTensors::State {
 
   static StatusOr<quant::EncodedWeight> encodeSource(const importer::ImportedTensor &tensor,
                                                      WeightEncoding encoding, int64_t group,
-                                                     quant::ScaleChoice scales) {
+                                                     quant::ScaleChoice scales,
+                                                     const std::vector<float> *columnWeights) {
     const int64_t n = tensor.shape[0], k = tensor.shape[1];
+    if (isExact(tensor, encoding, group) && tensor.readInt4) {
+      importer::Int4ZeroParts parts;
+      INGOT_RETURN_IF_ERROR(tensor.readInt4(parts));
+      quant::EncodedWeight out;
+      out.weight = std::move(parts.weight);
+      out.scale = std::move(parts.scale);
+      out.offset = std::move(parts.zero);
+      return out;
+    }
     if (isExact(tensor, encoding, group)) {
       std::vector<uint8_t> blocks;
       INGOT_RETURN_IF_ERROR(tensor.readBlocks(blocks));
@@ -103,6 +121,13 @@ struct QuantizedTensors::State {
     if (values.size() != static_cast<size_t>(n * k))
       return internalError("read " + std::to_string(values.size()) + " values for shape " +
                            shapeText(tensor.shape));
+    if (columnWeights) {
+      if (static_cast<int64_t>(columnWeights->size()) != k)
+        return invalidArgument("has " + std::to_string(k) + " inputs but " +
+                               std::to_string(columnWeights->size()) + " calibrated channels");
+      return quant::encodeWeight(values.data(), n, k, encoding, group,
+                                 quant::ScaleChoice::MinError, columnWeights->data());
+    }
     return quant::encodeWeight(values.data(), n, k, encoding, group, scales);
   }
 
@@ -131,13 +156,15 @@ struct QuantizedTensors::State {
   };
   const importer::ImportedModel &model;
   const quant::ScaleChoice scales;
+  const std::map<std::string, std::vector<float>> *importance;
   std::map<EncodingKey, Entry> entries;
   size_t numExact = 0;
 };
 
-QuantizedTensors::QuantizedTensors(const importer::ImportedModel &model,
-                                   quant::ScaleChoice scales)
-    : state(std::make_shared<State>(model, scales)) {}
+QuantizedTensors::QuantizedTensors(
+    const importer::ImportedModel &model, quant::ScaleChoice scales,
+    const std::map<std::string, std::vector<float>> *columnImportance)
+    : state(std::make_shared<State>(model, scales, columnImportance)) {}
 
 QuantizedTensors::~QuantizedTensors() = default;
 
@@ -145,6 +172,10 @@ size_t QuantizedTensors::numExact() const { return state->numExact; }
 
 bool QuantizedTensors::isExact(const importer::ImportedTensor &tensor, WeightEncoding encoding,
                                int64_t group) {
+  if (tensor.sourceQuant == importer::SourceQuant::Gptq ||
+      tensor.sourceQuant == importer::SourceQuant::Awq)
+    return tensor.readInt4 && encoding == WeightEncoding::Int4Zero &&
+           group == tensor.sourceGroupSize;
   if (group != quant::kGgmlQ4BlockSize || !tensor.readBlocks)
     return false;
   return (tensor.sourceQuant == importer::SourceQuant::GgufQ4_1 &&

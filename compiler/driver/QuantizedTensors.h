@@ -5,13 +5,16 @@
 // when the first of its parts is written, and dropped once all its parts are written. The
 // writer writes tensors in module order and a weight's parts are adjacent, so about one
 // encoded tensor is alive at a time. GGUF Q4_0 / Q4_1 tensors asked for as int4 with
-// group 32 are re-packed from their blocks, bit for bit, instead of re-quantized.
+// group 32, and GPTQ / AWQ layers asked for as int4 with their own group and zeros, are
+// re-packed from their integers, bit for bit, instead of re-quantized.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "compiler/import/ImportedModel.h"
@@ -25,8 +28,13 @@ enum class EncodedPart { Weight, Scale, Offset, GlobalScale };
 class QuantizedTensors {
 public:
   /// `scales` chooses NVFP4 / MXFP4 block scales (see quant::ScaleChoice).
-  explicit QuantizedTensors(const importer::ImportedModel &model,
-                            quant::ScaleChoice scales = quant::ScaleChoice::Absmax);
+  /// `columnImportance` (optional, from `--calib`, must outlive this): per weight name, the
+  /// [K] weights of each input channel; such a weight gets blocks (and int4 ranges) of least
+  /// activation-weighted error (ScaleChoice::MinError with quant::encodeWeight's columnWeights).
+  explicit QuantizedTensors(
+      const importer::ImportedModel &model,
+      quant::ScaleChoice scales = quant::ScaleChoice::Absmax,
+      const std::map<std::string, std::vector<float>> *columnImportance = nullptr);
   ~QuantizedTensors();
 
   /// The producer of `part` of checkpoint tensor `handle` under `encoding` (`group` for
@@ -36,10 +44,11 @@ public:
                                     int64_t group, EncodedPart part, schema::DType dtype,
                                     const std::vector<int64_t> &shape);
 
-  /// Weights registered so far that copy GGUF Q4 blocks exactly.
+  /// Weights registered so far that copy GGUF Q4 blocks or GPTQ / AWQ integers exactly.
   size_t numExact() const;
 
-  /// True when `encoding` of `tensor` re-packs its GGUF blocks instead of re-quantizing.
+  /// True when `encoding` of `tensor` re-packs its GGUF blocks or GPTQ / AWQ integers
+  /// instead of re-quantizing.
   static bool isExact(const importer::ImportedTensor &tensor, quant::WeightEncoding encoding,
                       int64_t group);
 

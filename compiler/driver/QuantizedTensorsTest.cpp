@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +118,49 @@ TEST(QuantizedTensorsTest, EncodesOtherSourcesFromFloatsInAnyPartOrder) {
   }
   EXPECT_GT(absmax, 0.0f);
   EXPECT_LT(worst, absmax / 6.0f); // at most one E2M1 step of the largest block scale
+}
+
+/// `--calib` hands per-channel importance to QuantizedTensors: a weight that has it is
+/// encoded with activation-weighted block scales (exactly encodeWeight with MinError and
+/// those column weights), a weight without it as before; a length mismatch is an error.
+TEST(QuantizedTensorsTest, ColumnImportanceSelectsWeightedBlockScales) {
+  StatusOr<importer::ImportedModel> model =
+      importer::importGguf(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const std::string name = "model.layers.1.mlp.down_proj.weight";
+  const int32_t down = model->find(name);
+  ASSERT_GE(down, 0);
+  const importer::ImportedTensor &t = model->tensors[down];
+  const int64_t n = t.shape[0], k = t.shape[1];
+  std::vector<float> values;
+  ASSERT_TRUE(t.readF32(values).ok());
+  std::vector<float> importance(static_cast<size_t>(k), 1.0f);
+  for (int64_t c = 0; c < k; c += 7)
+    importance[c] = 300.0f;
+  std::map<std::string, std::vector<float>> byName{{name, importance}};
+  auto scalesOf = [&](QuantizedTensors &quantized) {
+    return produce(quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Scale,
+                                      schema::DType::F8E4M3FN, {n, k / 16}));
+  };
+  QuantizedTensors weighted(*model, quant::ScaleChoice::Absmax, &byName), plain(*model);
+  StatusOr<quant::EncodedWeight> expected =
+      quant::encodeWeight(values.data(), n, k, WeightEncoding::Nvfp4, 0,
+                          quant::ScaleChoice::MinError, importance.data());
+  StatusOr<quant::EncodedWeight> absmax =
+      quant::encodeWeight(values.data(), n, k, WeightEncoding::Nvfp4, 0);
+  ASSERT_TRUE(expected.ok() && absmax.ok());
+  ASSERT_NE(expected->scale, absmax->scale) << "the weights should change some block scale";
+  EXPECT_EQ(scalesOf(weighted), expected->scale);
+  EXPECT_EQ(scalesOf(plain), absmax->scale);
+
+  std::map<std::string, std::vector<float>> wrong{{name, std::vector<float>(3, 1.0f)}};
+  QuantizedTensors mismatched(*model, quant::ScaleChoice::Absmax, &wrong);
+  auto producer = mismatched.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Scale,
+                                      schema::DType::F8E4M3FN, {n, k / 16});
+  ASSERT_TRUE(producer.ok());
+  Status status = (*producer)([](const void *, uint64_t) { return okStatus(); });
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(name), std::string::npos) << status.message();
 }
 
 TEST(QuantizedTensorsTest, RejectsPartsOfTheWrongTypeOrShape) {

@@ -27,9 +27,55 @@ uint64_t checkpointHash(const hf::HfCheckpoint &ckpt) {
     // A few bytes of content so re-trained weights of the same shapes hash differently.
     XXH64_update(state, ref.shard->bytes(t), std::min<uint64_t>(t.size, 64));
   }
+  for (const hf::PackedLinear &layer : ckpt.packedLinears)
+    for (const hf::PackedLinear::Part *part :
+         {&layer.qweight, &layer.qzeros, &layer.scales, &layer.gIdx}) {
+      if (!part->tensor)
+        continue;
+      const hf::SafetensorsTensor &t = *part->tensor;
+      XXH64_update(state, t.name.data(), t.name.size());
+      XXH64_update(state, t.shape.data(), t.shape.size() * sizeof(int64_t));
+      XXH64_update(state, part->shard->bytes(t), std::min<uint64_t>(t.size, 64));
+    }
   uint64_t hash = XXH64_digest(state);
   XXH64_freeState(state);
   return hash;
+}
+
+/// A GPTQ / AWQ layer as the [N, K] weight the graph reads: dequantized exactly for float
+/// artifacts, its integers re-ordered for an int4 one.
+ImportedTensor packedTensor(const hf::PackedLinear &layer, schema::DType dtype) {
+  ImportedTensor tensor;
+  tensor.name = layer.name;
+  tensor.shape = {layer.n, layer.k};
+  tensor.dtype = dtype;
+  tensor.sourceQuant =
+      layer.config.format == hf::PackedFormat::Gptq ? SourceQuant::Gptq : SourceQuant::Awq;
+  tensor.sourceGroupSize = layer.groupSize();
+  tensor.readF32 = [layer](std::vector<float> &values) -> Status {
+    hf::UnpackedInt4 unpacked;
+    INGOT_RETURN_IF_ERROR(hf::unpackPackedLinear(layer, unpacked));
+    values.resize(static_cast<size_t>(layer.n * layer.k));
+    hf::dequantizeInt4(unpacked, values.data());
+    return okStatus();
+  };
+  tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
+    std::vector<float> values;
+    INGOT_RETURN_IF_ERROR(readF32(values));
+    return writeConverted(values, dtype, sink);
+  };
+  tensor.readInt4 = [layer](Int4ZeroParts &parts) -> Status {
+    hf::UnpackedInt4 unpacked;
+    INGOT_RETURN_IF_ERROR(hf::unpackPackedLinear(layer, unpacked));
+    if (!hf::hasContiguousGroups(unpacked, layer.groupSize()))
+      return invalidArgument(
+          "GPTQ act-order (desc_act): its g_idx puts inputs in groups out of order, which the "
+          "int4 format (contiguous groups of " + std::to_string(layer.groupSize()) +
+          " inputs) cannot hold exactly; compile without --quant to dequantize it exactly, "
+          "or with another --quant-group to re-quantize it");
+    return hf::toInt4ZeroParts(unpacked, layer.groupSize(), parts);
+  };
+  return tensor;
 }
 
 } // namespace
@@ -69,6 +115,8 @@ StatusOr<ImportedModel> importHuggingFace(const std::string &dir, const HfImport
     };
     model.add(std::move(tensor));
   }
+  for (const hf::PackedLinear &layer : ckpt.packedLinears)
+    model.add(packedTensor(layer, options.weightDtype));
   return model;
 }
 

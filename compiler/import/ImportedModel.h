@@ -20,14 +20,27 @@
 
 namespace ingot::importer {
 
-/// Checkpoint block formats that an int4 group-wise scheme (group 32, f16 scales) holds
-/// exactly, so `--quant int4` can take their blocks without a float round trip.
+/// Checkpoint block formats that an int4 group-wise scheme (f16 scales) holds exactly, so
+/// `--quant int4` can take their blocks without a float round trip.
 enum class SourceQuant {
   None,
   /// GGUF Q4_0: f16 scale d and 32 nibbles q per block; w = d * (q - 8).
   GgufQ4_0,
   /// GGUF Q4_1: f16 scale d, f16 min m and 32 nibbles q per block; w = d * q + m.
   GgufQ4_1,
+  /// Hugging Face GPTQ (AutoGPTQ / GPTQModel, 4 bits): w = scale * (q - zero), an f16 scale
+  /// and an integer zero per group of `sourceGroupSize` inputs; read through readInt4.
+  Gptq,
+  /// Hugging Face AWQ (AutoAWQ GEMM layout, 4 bits): the same arithmetic as Gptq.
+  Awq,
+};
+
+/// A linear weight [N, K] in the artifact's int4 `ZeroKind::Zero` layout: `weight` two
+/// nibbles per byte (element 2i low), `scale` and `zero` f16 [N, K / group] row-major.
+struct Int4ZeroParts {
+  std::vector<uint8_t> weight;
+  std::vector<uint8_t> scale;
+  std::vector<uint8_t> zero;
 };
 
 /// One tensor of the checkpoint, in the layout the ingot dialect expects: linear weights
@@ -46,9 +59,15 @@ struct ImportedTensor {
   std::function<Status(std::vector<float> &values)> readF32;
   /// How the checkpoint stores the tensor, when an int4 scheme can hold it exactly.
   SourceQuant sourceQuant = SourceQuant::None;
-  /// For sourceQuant != None: the tensor's raw blocks, rows in the layout above ([N, K]
+  /// For GgufQ4_0 / GgufQ4_1: the tensor's raw blocks, rows in the layout above ([N, K]
   /// as N rows of K / 32 blocks).
   std::function<Status(std::vector<uint8_t> &blocks)> readBlocks;
+  /// For Gptq / Awq: inputs per group (K for a checkpoint's group_size -1).
+  int64_t sourceGroupSize = 0;
+  /// For Gptq / Awq: the checkpoint's integers and scales re-ordered into Int4ZeroParts,
+  /// bit for bit. Fails (naming the tensor) when the groups are not contiguous runs of K
+  /// (GPTQ act-order), which that layout cannot hold.
+  std::function<Status(Int4ZeroParts &parts)> readInt4;
 };
 
 /// Architecture-level facts that change the graph, beyond the numbers in ModelConfig.

@@ -22,6 +22,8 @@ Type elementTypeOf(MLIRContext *ctx, schema::DType dtype) {
     return Float16Type::get(ctx);
   case schema::DType::BF16:
     return BFloat16Type::get(ctx);
+  case schema::DType::F8E4M3FN:
+    return Float8E4M3FNType::get(ctx);
   default:
     return {};
   }

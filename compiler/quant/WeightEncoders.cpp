@@ -52,20 +52,49 @@ float absMax(const float *values, int64_t count) {
   return m;
 }
 
-/// Asymmetric int4 group: min = group minimum, scale = (max - min) / 15, both rounded to
-/// f16 first so q is chosen against the values the runtime will use.
-void encodeInt4MinGroup(const float *w, int64_t count, int64_t first, int64_t groupIndex,
-                        EncodedWeight &out) {
-  auto [lo, hi] = std::minmax_element(w, w + count);
-  uint16_t scaleBits = floatToF16((*hi - *lo) / 15.0f);
-  uint16_t minBits = floatToF16(*lo);
-  storeF16(out.scale, groupIndex, scaleBits);
-  storeF16(out.offset, groupIndex, minBits);
-  float scale = halfToFloat(scaleBits), min = halfToFloat(minBits);
-  for (int64_t i = 0; i < count; ++i) {
-    float q = scale > 0.0f ? std::nearbyint((w[i] - min) / scale) : 0.0f;
-    setNibble(out.weight, first + i, static_cast<uint8_t>(std::clamp(q, 0.0f, 15.0f)));
+/// The f16 scale and min of an int4 group over [lo, hi]: scale = (hi - lo) / 15, min = lo.
+struct Int4Range {
+  uint16_t scaleBits, minBits;
+  float scale, min; // the f16 values
+  Int4Range(float lo, float hi)
+      : scaleBits(floatToF16((hi - lo) / 15.0f)), minBits(floatToF16(lo)),
+        scale(halfToFloat(scaleBits)), min(halfToFloat(minBits)) {}
+  float code(float w) const {
+    return scale > 0.0f ? std::clamp(std::nearbyint((w - min) / scale), 0.0f, 15.0f) : 0.0f;
   }
+  /// Squared error over `count` values, weighted by `c` where given.
+  float error(const float *w, const float *c, int64_t count) const {
+    float e = 0.0f;
+    for (int64_t i = 0; i < count; ++i) {
+      float d = w[i] - (scale * code(w[i]) + min);
+      e += (c ? c[i] : 1.0f) * d * d;
+    }
+    return e;
+  }
+};
+
+/// Asymmetric int4 group: min = group minimum, scale = (max - min) / 15, both rounded to
+/// f16 first so q is chosen against the values the runtime will use. MinError also tries
+/// the range shrunk towards zero (kInt4ClipRatios) and keeps the least (weighted) error.
+void encodeInt4MinGroup(const float *w, const float *c, int64_t count, int64_t first,
+                        int64_t groupIndex, ScaleChoice choice, EncodedWeight &out) {
+  auto [lo, hi] = std::minmax_element(w, w + count);
+  Int4Range range(*lo, *hi);
+  if (choice == ScaleChoice::MinError) {
+    float best = range.error(w, c, count);
+    for (float ratio : kInt4ClipRatios) {
+      Int4Range candidate(*lo * ratio, *hi * ratio);
+      float error = candidate.error(w, c, count);
+      if (error < best) {
+        best = error;
+        range = candidate;
+      }
+    }
+  }
+  storeF16(out.scale, groupIndex, range.scaleBits);
+  storeF16(out.offset, groupIndex, range.minBits);
+  for (int64_t i = 0; i < count; ++i)
+    setNibble(out.weight, first + i, static_cast<uint8_t>(range.code(w[i])));
 }
 
 /// Q4_0-style int4 group: scale = (signed value of largest magnitude) / -8, zero 8.
@@ -93,12 +122,13 @@ void encodeFp8Row(const float *w, int64_t k, int64_t row, EncodedWeight &out) {
     q[i] = scale > 0.0f ? floatToE4M3(w[i] / scale) : 0;
 }
 
-/// Squared error of a block of E2M1 values under step (scale) `step`.
-float e2m1BlockError(const float *w, int64_t count, float step) {
+/// Squared error of a block of E2M1 values under step (scale) `step`, weighted by `c`
+/// where given.
+float e2m1BlockError(const float *w, const float *c, int64_t count, float step) {
   float error = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
     float d = w[i] - e2m1ToFloat(floatToE2M1(w[i] / step)) * step;
-    error += d * d;
+    error += (c ? c[i] : 1.0f) * d * d;
   }
   return error;
 }
@@ -107,16 +137,17 @@ float e2m1BlockError(const float *w, int64_t count, float step) {
 /// 6 codes reach down to about 0.6x), and the one above it.
 constexpr int kNvfp4CodesBelow = 6, kNvfp4CodesAbove = 1;
 
-void encodeNvfp4Block(const float *w, int64_t first, int64_t blockIndex, float global,
-                      ScaleChoice choice, EncodedWeight &out) {
+void encodeNvfp4Block(const float *w, const float *c, int64_t first, int64_t blockIndex,
+                      float global, ScaleChoice choice, EncodedWeight &out) {
   float blockMax = absMax(w, kNvfp4BlockSize);
   uint8_t scaleBits = global > 0.0f ? floatToE4M3(blockMax / (kE2M1Max * global)) : 0;
   if (choice == ScaleChoice::MinError && scaleBits != 0) {
-    float best = e2m1BlockError(w, kNvfp4BlockSize, e4m3ToFloat(scaleBits) * global);
+    float best = e2m1BlockError(w, c, kNvfp4BlockSize, e4m3ToFloat(scaleBits) * global);
     const int center = scaleBits;
     for (int code = std::max(1, center - kNvfp4CodesBelow);
          code <= std::min(0x7E, center + kNvfp4CodesAbove); ++code) {
-      float error = e2m1BlockError(w, kNvfp4BlockSize, e4m3ToFloat(static_cast<uint8_t>(code)) * global);
+      float error =
+          e2m1BlockError(w, c, kNvfp4BlockSize, e4m3ToFloat(static_cast<uint8_t>(code)) * global);
       if (error < best) {
         best = error;
         scaleBits = static_cast<uint8_t>(code);
@@ -129,16 +160,16 @@ void encodeNvfp4Block(const float *w, int64_t first, int64_t blockIndex, float g
     setNibble(out.weight, first + i, step > 0.0f ? floatToE2M1(w[i] / step) : 0);
 }
 
-void encodeMxfp4Block(const float *w, int64_t first, int64_t blockIndex, ScaleChoice choice,
-                      EncodedWeight &out) {
+void encodeMxfp4Block(const float *w, const float *c, int64_t first, int64_t blockIndex,
+                      ScaleChoice choice, EncodedWeight &out) {
   float blockMax = absMax(w, kMxfp4BlockSize);
   int exponent = blockMax > 0.0f ? floorLog2(blockMax) - kE2M1MaxExponent : kE8M0MinExponent;
   exponent = std::clamp(exponent, kE8M0MinExponent, kE8M0MaxExponent);
   // OCP's exponent lets the block maximum land in [4, 8), so values above 6 saturate; one
   // exponent more never saturates but halves the resolution. MinError keeps the better.
   if (choice == ScaleChoice::MinError && blockMax > 0.0f && exponent < kE8M0MaxExponent &&
-      e2m1BlockError(w, kMxfp4BlockSize, std::ldexp(1.0f, exponent + 1)) <
-          e2m1BlockError(w, kMxfp4BlockSize, std::ldexp(1.0f, exponent)))
+      e2m1BlockError(w, c, kMxfp4BlockSize, std::ldexp(1.0f, exponent + 1)) <
+          e2m1BlockError(w, c, kMxfp4BlockSize, std::ldexp(1.0f, exponent)))
     ++exponent;
   out.scale[static_cast<size_t>(blockIndex)] = exponentToE8M0(exponent);
   const float inverse = std::ldexp(1.0f, -exponent); // exact: a power of two in range
@@ -210,8 +241,14 @@ Status checkEncodable(WeightEncoding encoding, int64_t n, int64_t k, int64_t gro
 }
 
 StatusOr<EncodedWeight> encodeWeight(const float *values, int64_t n, int64_t k,
-                                     WeightEncoding encoding, int64_t group, ScaleChoice choice) {
+                                     WeightEncoding encoding, int64_t group, ScaleChoice choice,
+                                     const float *columnWeights) {
   INGOT_RETURN_IF_ERROR(checkEncodable(encoding, n, k, group));
+  if (columnWeights)
+    for (int64_t i = 0; i < k; ++i)
+      if (!(columnWeights[i] >= 0.0f) || !std::isfinite(columnWeights[i]))
+        return invalidArgument("column weight " + std::to_string(i) + " is " +
+                               std::to_string(columnWeights[i]) + ", not a finite value >= 0");
   for (int64_t i = 0; i < n * k; ++i)
     if (!std::isfinite(values[i]))
       return invalidArgument("cannot quantize a weight holding inf or NaN (element " +
@@ -231,18 +268,19 @@ StatusOr<EncodedWeight> encodeWeight(const float *values, int64_t n, int64_t k,
     }
     for (int64_t b = 0; b < k / block; ++b) {
       const int64_t first = row * k + b * block, blockIndex = row * (k / block) + b;
+      const float *c = columnWeights ? columnWeights + b * block : nullptr;
       switch (encoding) {
       case WeightEncoding::Int4Min:
-        encodeInt4MinGroup(w + b * block, block, first, blockIndex, out);
+        encodeInt4MinGroup(w + b * block, c, block, first, blockIndex, choice, out);
         break;
       case WeightEncoding::Int4Zero:
         encodeInt4ZeroGroup(w + b * block, block, first, blockIndex, out);
         break;
       case WeightEncoding::Nvfp4:
-        encodeNvfp4Block(w + b * block, first, blockIndex, global, choice, out);
+        encodeNvfp4Block(w + b * block, c, first, blockIndex, global, choice, out);
         break;
       case WeightEncoding::Mxfp4:
-        encodeMxfp4Block(w + b * block, first, blockIndex, choice, out);
+        encodeMxfp4Block(w + b * block, c, first, blockIndex, choice, out);
         break;
       case WeightEncoding::Fp8PerChannel:
         break;

@@ -73,11 +73,20 @@ int64_t blockSizeOf(WeightEncoding encoding, int64_t group, int64_t k);
 Status checkEncodable(WeightEncoding encoding, int64_t n, int64_t k, int64_t group);
 
 /// Encodes `values` ([n, k] row-major). `group` is the int4 group size (ignored otherwise);
-/// `choice` applies to NVFP4 and MXFP4 block scales.
-/// Fails on shapes checkEncodable rejects and on non-finite values.
+/// `choice` applies to NVFP4 and MXFP4 block scales and to Int4Min ranges (MinError: the
+/// group's [min, max] or that range shrunk by kInt4ClipRatios, clipping outliers).
+/// `columnWeights` ([k], >= 0, optional): with MinError, each block minimises
+/// sum_k c_k (w - w_hat)^2 instead of the plain squared error; c_k = E[x_k^2] of the
+/// layer's input makes that the expected output error of the block (activation-aware
+/// clipping, `--calib`). Fails on shapes checkEncodable rejects and on non-finite values.
 StatusOr<EncodedWeight> encodeWeight(const float *values, int64_t n, int64_t k,
                                      WeightEncoding encoding, int64_t group,
-                                     ScaleChoice choice = ScaleChoice::Absmax);
+                                     ScaleChoice choice = ScaleChoice::Absmax,
+                                     const float *columnWeights = nullptr);
+
+/// Range shrink factors Int4Min tries under ScaleChoice::MinError (1 = the group's own
+/// [min, max]); a few steps down to 0.7x, as far as clipping pays on LLM weights.
+inline constexpr float kInt4ClipRatios[] = {1.0f, 0.95f, 0.9f, 0.85f, 0.8f, 0.75f, 0.7f};
 
 /// Re-packs GGUF blocks of a [n, k] tensor (rows of k / 32 blocks, 20 bytes each for Q4_1
 /// with `hasMin`, 18 for Q4_0) into Int4Min (Q4_1) or Int4Zero (Q4_0) with group 32: the

@@ -45,4 +45,35 @@ def QuantizeWeights : Pass<"ingot-quantize-weights", "::mlir::ModuleOp"> {
   ];
 }
 
+def ShardTensorParallel : Pass<"ingot-shard-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits the serving step over tp ranks (Megatron-style tensor parallelism)";
+  let description = [{
+    Replaces the serving-step function by one function per rank, `@step_tp<r>`
+    with `ingot.tp_rank = r`, and sets the module's `ingot.tp = tp`, following
+    docs/tensor-parallel.md:
+
+    | layer | split | after it |
+    |---|---|---|
+    | q/k/v projections | column-parallel over the rank's heads | — |
+    | o projection | row-parallel over the rank's query heads | `ingot.all_reduce` |
+    | gate/up projections | column-parallel over the intermediate dimension | — |
+    | down projection | row-parallel over the intermediate dimension | `ingot.all_reduce` |
+    | embedding | vocab-parallel (`vocab_start`) | `ingot.all_reduce` |
+    | logits | vocab-parallel | `ingot.all_gather` |
+
+    Heads are dealt out at kv-head granularity (uneven splits allowed); with
+    fewer kv heads than ranks a kv head is replicated and its query heads are
+    split over the ranks that serve it. Biases of column-parallel linears are
+    sliced; biases of row-parallel ones stay on rank 0. A vocabulary that `tp`
+    does not divide stays replicated (with a warning). Sharded weights are
+    `ingot.weight` ops with an `#ingot.shard` naming their slice of the source
+    tensor; the compile driver cuts the bytes while it writes the artifact.
+    `tp = 1` leaves the module unchanged. Fails with a message on tp < 1,
+    tp > num_heads, quantized linears, and step shapes it does not recognise.
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", /*default=*/"1", "Number of tensor-parallel ranks">,
+  ];
+}
+
 #endif // INGOT_COMPILER_TRANSFORMS_PASSES_TD

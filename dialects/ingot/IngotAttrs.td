@@ -1,4 +1,4 @@
-// Attributes and enums of the ingot dialect: weight quantization and RoPE scaling.
+// Attributes and enums of the ingot dialect: weight quantization, RoPE scaling, shards.
 #ifndef INGOT_ATTRS_TD
 #define INGOT_ATTRS_TD
 
@@ -145,6 +145,29 @@ def Ingot_RopeScalingAttr : Ingot_Attr<"RopeScaling", "rope_scaling"> {
     "::llvm::APFloat":$attn_factor
   );
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Ingot_ShardAttr : Ingot_Attr<"Shard", "shard"> {
+  let summary = "Which slice of its checkpoint tensor a tensor-parallel weight is";
+  let description = [{
+    Marks an `ingot.weight` as the slice `[offset, offset + size)` along
+    dimension `dim` of the checkpoint tensor its `handle` names (one rank's
+    part of a column- or row-parallel linear, a vocab-parallel table, a head
+    block of a bias). `size` equals the weight's extent along `dim`,
+    `source_size` is the source's extent along `dim`; the other dimensions
+    are the source's. `ingot-shard-tensor-parallel` creates these;
+    the compile driver cuts the bytes from the source tensor while it writes
+    the artifact (docs/tensor-parallel.md).
+
+    ```mlir
+    #ingot.shard<dim = 0, offset = 384, size = 192, source_size = 576>
+    #ingot.shard<dim = 1, offset = 0, size = 768, source_size = 1536>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim, "int64_t":$offset, "int64_t":$size,
+                        "int64_t":$source_size);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

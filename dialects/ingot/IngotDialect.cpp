@@ -356,3 +356,23 @@ LogicalResult RopeScalingAttr::verify(
                           "and attn_factor > 0";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ShardAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t dim, int64_t offset, int64_t size,
+                                int64_t sourceSize) {
+  if (dim < 0)
+    return emitError() << "shard dim must be >= 0, got " << dim;
+  if (offset < 0)
+    return emitError() << "shard offset must be >= 0, got " << offset;
+  if (size <= 0)
+    return emitError() << "shard size must be > 0, got " << size;
+  if (offset > sourceSize || size > sourceSize - offset)
+    return emitError() << "shard [" << offset << ", " << offset + size
+                       << ") does not fit in the source's " << sourceSize << " along dim "
+                       << dim;
+  return success();
+}

@@ -27,6 +27,12 @@
 
 namespace mlir::ingot {
 
+/// Module attribute holding the tensor-parallel group size N of a sharded module
+/// (docs/tensor-parallel.md); absent in an unsharded module.
+inline constexpr llvm::StringLiteral kTensorParallelAttrName = "ingot.tp";
+/// Function attribute naming the rank a sharded serving-step function runs on.
+inline constexpr llvm::StringLiteral kTensorParallelRankAttrName = "ingot.tp_rank";
+
 /// True if `type` may flow through an attention mask/score region:
 /// i1, i8, i16, i32, i64, index or f32.
 bool isRegionValueType(Type type);

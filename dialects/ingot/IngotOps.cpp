@@ -152,6 +152,19 @@ LogicalResult WeightOp::verify() {
   if (getSourceQuantAttr() && getResult().getType().getRank() != 2)
     return emitOpError() << "'source_quant' describes [N, K] matrices, got "
                          << getResult().getType();
+  if (ShardAttr shard = getShardAttr()) {
+    RankedTensorType type = getResult().getType();
+    if (getEncodingAttr())
+      return emitOpError() << "takes 'shard' or 'encoding', not both (quantized "
+                              "tensor-parallel weights are not supported yet)";
+    if (shard.getDim() >= type.getRank())
+      return emitOpError() << "shard dim " << shard.getDim() << " is out of range for "
+                           << type;
+    if (shard.getSize() != type.getDimSize(shard.getDim()))
+      return emitOpError() << "shard size " << shard.getSize()
+                           << " differs from the weight's dimension " << shard.getDim()
+                           << " (" << type.getDimSize(shard.getDim()) << ")";
+  }
   return success();
 }
 
@@ -171,6 +184,8 @@ LogicalResult EmbeddingOp::verify() {
   if (!dimsAgree(hidden, resultHidden))
     return emitOpError() << "result has " << resultHidden
                          << " features but the table rows have " << hidden;
+  if (std::optional<int64_t> start = getVocabStart(); start && *start < 0)
+    return emitOpError() << "vocab_start must be >= 0, got " << *start;
   return success();
 }
 

@@ -33,21 +33,31 @@ def Ingot_WeightOp : Ingot_Op<"weight", [Pure]> {
     scheme (e.g. GGUF Q4_1 blocks are `int4, group_size = 32, min`), so a
     quantizing pass can keep its blocks exactly. `encoding` marks a tensor
     derived from checkpoint tensor `handle` by quantization (several weights
-    may then share a handle); see `#ingot.encoding`.
+    may then share a handle); see `#ingot.encoding`. `shard` marks one
+    tensor-parallel rank's slice of checkpoint tensor `handle` (see
+    `#ingot.shard`); the result type is the slice's shape.
 
     ```mlir
     %w = ingot.weight "model.layers.0.self_attn.q_proj.weight" {handle = 3 : i64} : tensor<576x576xbf16>
     %q = ingot.weight "model.layers.0.mlp.up_proj.weight" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 7 : i64} : tensor<1536x576xf4E2M1FN>
+    %s = ingot.weight "model.layers.0.mlp.down_proj.weight" {handle = 9 : i64, shard = #ingot.shard<dim = 1, offset = 768, size = 768, source_size = 1536>} : tensor<576x768xbf16>
     ```
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$handle,
                        OptionalAttr<Ingot_QuantSchemeAttr>:$source_quant,
-                       OptionalAttr<Ingot_WeightEncodingAttr>:$encoding);
+                       OptionalAttr<Ingot_WeightEncodingAttr>:$encoding,
+                       OptionalAttr<Ingot_ShardAttr>:$shard);
   let results = (outs AnyRankedTensor:$result);
   let builders = [
-    // A plain checkpoint tensor (no source_quant, no encoding).
+    // A plain checkpoint tensor (no source_quant, no encoding, no shard).
     OpBuilder<(ins "::mlir::Type":$result, "::llvm::StringRef":$name, "uint64_t":$handle), [{
-      build($_builder, $_state, result, name, handle, nullptr, nullptr);
+      build($_builder, $_state, result, name, handle, nullptr, nullptr, nullptr);
+    }]>,
+    // A checkpoint tensor or a quantized part of one, not sharded.
+    OpBuilder<(ins "::mlir::Type":$result, "::llvm::StringRef":$name, "uint64_t":$handle,
+                   "::mlir::ingot::QuantSchemeAttr":$source_quant,
+                   "::mlir::ingot::WeightEncodingAttr":$encoding), [{
+      build($_builder, $_state, result, name, handle, source_quant, encoding, nullptr);
     }]>
   ];
   let assemblyFormat = "$name attr-dict `:` type($result)";
@@ -60,12 +70,25 @@ def Ingot_EmbeddingOp : Ingot_Op<"embedding", [Pure]> {
     `result[t] = table[tokens[t]]`, converted to the result element type.
     `table` is `[vocab, hidden]`.
 
+    With `vocab_start` (vocab-parallel tensor parallelism) the table holds the
+    rows of tokens `vocab_start .. vocab_start + rows - 1`: row `i` is token
+    `vocab_start + i`, and a token outside that range gives a row of zeros, so
+    an `ingot.all_reduce` over the ranks' results is the full embedding.
+
     ```mlir
     %h = ingot.embedding %tokens, %table : tensor<?xi32>, tensor<256x64xbf16> -> tensor<?x64xf32>
+    %p = ingot.embedding %tokens, %slice {vocab_start = 128 : i64} : tensor<?xi32>, tensor<128x64xbf16> -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Ingot_I32Vector:$tokens, AnyRankedTensor:$table);
+  let arguments = (ins Ingot_I32Vector:$tokens, AnyRankedTensor:$table,
+                       OptionalAttr<I64Attr>:$vocab_start);
   let results = (outs Ingot_FloatTensor:$result);
+  let builders = [
+    // The whole table (no vocab_start).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$tokens, "::mlir::Value":$table), [{
+      build($_builder, $_state, result, tokens, table, nullptr);
+    }]>
+  ];
   let assemblyFormat = [{
     $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
   }];
@@ -200,6 +223,7 @@ def Ingot_KvWriteOp : Ingot_Op<"kv_write", [Pure,
 }
 
 include "dialects/ingot/IngotAttentionOps.td"
+include "dialects/ingot/IngotCollectiveOps.td"
 
 //===----------------------------------------------------------------------===//
 // Activations, residuals and logits

@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
       ->required();
   compile->add_option("--dtype", weight_dtype, "Weight dtype for checkpoints: f32, bf16, f16")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  std::string compile_kv_dtype = "f32";
+  compile->add_option("--kv-dtype", compile_kv_dtype,
+                      "KV cache element type the artifact declares: f32 or fp8 (E4M3, one "
+                      "scale per block and kv head); serve/run --kv-dtype override it")
+      ->check(CLI::IsMember({"f32", "fp8"}));
   compile->add_option("-o,--output", compile_output, "Output artifact path");
   compile->add_flag("--emit-mlir", emit_mlir, "Print the module after the pass pipeline");
   compile->add_flag("--dummy-weights", dummy_weights,
@@ -117,6 +122,27 @@ int main(int argc, char** argv) {
                       "NVFP4/MXFP4 block scales: absmax (from the block maximum) or mse (the "
                       "nearby scale with the least squared error)")
       ->check(CLI::IsMember({"absmax", "mse"}));
+  std::string calib, calib_search = "all";
+  int64_t calib_tokens = 4096;
+  compile->add_option("--calib", calib,
+                      "Calibration text for activation-aware 4-bit scales (int4, nvfp4, mxfp4): "
+                      "runs the unquantized model over it (docs/quantization.md)");
+  compile->add_option("--calib-tokens", calib_tokens, "Most calibration tokens (default 4096)")
+      ->check(CLI::Range(int64_t{64}, int64_t{1} << 20));
+  compile->add_option("--calib-search", calib_search,
+                      "What --calib searches: all (folded AWQ scales and activation-weighted "
+                      "block scales), scale, or clip")
+      ->check(CLI::IsMember({"all", "scale", "clip"}));
+  int32_t compile_tp = 1;
+  compile->add_option("--tp", compile_tp,
+                      "Shard the model over N tensor-parallel ranks (docs/tensor-parallel.md)")
+      ->check(CLI::Range(1, 1024));
+  std::string cuda_targets;
+  compile->add_option("--cuda-targets", cuda_targets,
+                      "CUDA attention kernels to compile with NVRTC: all (sm_80 sm_89 sm_90a "
+                      "sm_100f sm_120f compute_80; the default where NVRTC is available), none, "
+                      "or a comma-separated list; binaries are cached in $INGOT_KERNEL_CACHE "
+                      "(default ~/.cache/ingot/kernels)");
   int32_t draft_layers = 0;
   compile->add_option("--draft-layers", draft_layers,
                       "Also build a draft program of the first N layers and the head, sharing "
@@ -304,11 +330,17 @@ int main(int argc, char** argv) {
     options.randomWeights = random_weights;
     options.seed = seed;
     options.dtype = weight_dtype;
+    options.kvDtype = compile_kv_dtype;
     options.quant = quant;
     options.quantGroupSize = quant_group;
     options.quantSkip = quant_skip;
     options.quantScales = quant_scales;
+    options.calib = calib;
+    options.calibTokens = calib_tokens;
+    options.calibSearch = calib_search;
     options.draftLayers = draft_layers;
+    options.cudaTargets = cuda_targets;
+    options.tensorParallel = compile_tp;
     options.commandLine.assign(argv, argv + argc);
     return ingot::compiler::runCompile(options, std::cout, std::cerr);
 #else

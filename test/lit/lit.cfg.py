@@ -37,3 +37,11 @@ smollm2 = os.environ.get("INGOT_SMOLLM2_GGUF")
 if smollm2 and os.path.isfile(smollm2):
     config.available_features.add("smollm2")
     config.substitutions.append(("%smollm2", smollm2))
+
+# `ingot compile` builds CUDA attention kernels with NVRTC where the build has it. Tests share
+# one kernel cache (the caller's $INGOT_KERNEL_CACHE, else one in the build tree), so the
+# suite pays NVRTC once per kernel, not once per compile.
+if config.ingot_enable_cuda.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("nvrtc")
+config.environment["INGOT_KERNEL_CACHE"] = os.environ.get(
+    "INGOT_KERNEL_CACHE", os.path.join(config.ingot_lit_obj_root, "kernel-cache"))

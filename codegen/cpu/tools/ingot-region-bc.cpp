@@ -2,11 +2,13 @@
 //
 // Parses a .mlir file, emits region bytecode for the mask and score region of
 // every ingot.attention op, prints its disassembly and optionally evaluates it
-// on a small (q, kv) grid. Used by the lit tests under test/lit/codegen/.
+// on a small (q, kv) grid; with --emit-cuda it prints the CUDA variant struct
+// instead. Used by the lit tests under test/lit/codegen/.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/RegionBytecodeEmitter.h"
+#include "codegen/cuda/AttentionRegionEmitter.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "runtime/attention/region_disassembler.h"
 #include "runtime/attention/region_program.h"
@@ -21,6 +23,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -53,6 +56,16 @@ static llvm::cl::opt<int64_t>
             llvm::cl::desc("First query slot of the grid (rows are q-offset.."
                            "q-offset+Q-1)"),
             llvm::cl::init(0));
+static llvm::cl::opt<std::string> emitCuda(
+    "emit-cuda",
+    llvm::cl::desc("Print each attention op's CUDA variant struct (mask/score as "
+                   "__host__ __device__ functions) instead of the bytecode; the "
+                   "structs are named <prefix><n>, or <prefix> alone for a single op"),
+    llvm::cl::value_desc("prefix"));
+static llvm::cl::opt<bool> emitCudaHeader(
+    "cuda-header",
+    llvm::cl::desc("With --emit-cuda: print a self-contained header (banner, "
+                   "#pragma once, include of region_ops.h)"));
 static llvm::cl::list<std::string> operandValues(
     "operand",
     llvm::cl::desc("Contents of an extra operand for evaluation: "
@@ -213,6 +226,37 @@ bool processRegion(Operation *attention, unsigned number, Region &region,
   return true;
 }
 
+/// Lowers the regions of `op` to bytecode and prints the CUDA variant struct.
+bool emitCudaVariant(mlir::ingot::AttentionOp op, const std::string &name,
+                     StringRef origin) {
+  SmallVector<Type> extraTypes(op.getExtra().getTypes());
+  std::vector<uint8_t> mask, score;
+  if (op.hasMask()) {
+    FailureOr<std::vector<uint8_t>> bytes = ::ingot::emitRegionBytecode(
+        op.getMask(), ::ingot::RegionKind::kMask, extraTypes);
+    if (failed(bytes))
+      return false;
+    mask = std::move(*bytes);
+  }
+  if (op.hasScore()) {
+    FailureOr<std::vector<uint8_t>> bytes = ::ingot::emitRegionBytecode(
+        op.getScore(), ::ingot::RegionKind::kScore, extraTypes);
+    if (failed(bytes))
+      return false;
+    score = std::move(*bytes);
+  }
+  ::ingot::StatusOr<std::string> text =
+      emitCudaHeader
+          ? ::ingot::codegen::emitAttentionVariantHeader(name, mask, score, origin.str())
+          : ::ingot::codegen::emitAttentionVariantStruct(name, mask, score);
+  if (!text.ok()) {
+    op->emitError() << text.status().message();
+    return false;
+  }
+  llvm::outs() << *text;
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -250,6 +294,19 @@ int main(int argc, char **argv) {
 
   bool ok = true;
   unsigned number = 0;
+  if (emitCuda.getNumOccurrences()) {
+    unsigned count = 0;
+    module->walk([&](mlir::ingot::AttentionOp) { ++count; });
+    StringRef origin = llvm::sys::path::filename(inputFilename);
+    module->walk([&](mlir::ingot::AttentionOp op) {
+      std::string name = emitCuda;
+      if (count > 1)
+        name += std::to_string(number);
+      ok &= emitCudaVariant(op, name, origin);
+      ++number;
+    });
+    return ok ? 0 : 1;
+  }
   module->walk([&](mlir::ingot::AttentionOp op) {
     SmallVector<Type> extraTypes(op.getExtra().getTypes());
     if (op.hasMask())

@@ -150,6 +150,20 @@ bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
 }
 
 
+/// Splits "<prefix>.qweight" (qzeros, scales, g_idx) into "<prefix>.weight" and the part.
+bool packedPart(const std::string &name, std::string &linear, std::string &part) {
+  for (const char *suffix : {"qweight", "qzeros", "scales", "g_idx"}) {
+    const std::string tail = std::string(".") + suffix;
+    if (name.size() > tail.size() &&
+        name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
+      linear = name.substr(0, name.size() - tail.size()) + ".weight";
+      part = suffix;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string baseName(const std::string &path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/')
@@ -340,10 +354,32 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
   std::map<std::string, std::pair<int, const SafetensorsTensor *>> byName;
   INGOT_RETURN_IF_ERROR(openShards(directory, shards, byName));
 
+  INGOT_RETURN_IF_ERROR(
+      parsePackedQuantConfig(text, configPath, ckpt.packed, ckpt.packedConfig));
+  std::map<std::string, PackedLinear> packed; // by weight name
+
   std::vector<HfTensorRef> refs;
   for (const auto &[name, where] : byName) {
     if (name.size() > 9 && name.compare(name.size() - 9, 9, ".inv_freq") == 0)
       continue; // a RoPE cache some older checkpoints saved; recomputed from the config
+    if (std::string linear, part; packedPart(name, linear, part)) {
+      if (!isModelTensor(linear, config, ckpt.features.attentionBias) ||
+          expectedLlamaShape(linear, config).size() != 2)
+        return invalidArgument(shards[where.first]->path() + ": unexpected tensor '" + name +
+                               "' for architecture '" + config.architecture + "'");
+      if (!ckpt.packed)
+        return invalidArgument(shards[where.first]->path() + ": tensor '" + name +
+                               "' is a GPTQ/AWQ packed weight, but " + configPath +
+                               " has no quantization_config");
+      PackedLinear &layer = packed[linear];
+      layer.name = linear;
+      PackedLinear::Part ref{shards[where.first], where.second};
+      (part == "qweight" ? layer.qweight
+       : part == "qzeros" ? layer.qzeros
+       : part == "scales" ? layer.scales
+                          : layer.gIdx) = ref;
+      continue;
+    }
     if (name == "lm_head.weight" && config.tieWordEmbeddings)
       continue; // a copy of the tied embedding
     if (!isModelTensor(name, config, ckpt.features.attentionBias))
@@ -355,9 +391,24 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
       return invalidArgument(shards[where.first]->path() + ": tensor '" + name + "' has shape " +
                              shapeText(t.shape) + ", expected " + shapeText(expected) +
                              " from config.json");
+    if (t.dtype == SafetensorsDtype::I32)
+      return invalidArgument(shards[where.first]->path() + ": tensor '" + name +
+                             "' has dtype I32, which only GPTQ/AWQ packed tensors may have");
     refs.push_back(HfTensorRef{shards[where.first], &t});
   }
-  if (!byName.count("lm_head.weight") && !config.tieWordEmbeddings)
+  for (auto &[name, layer] : packed) {
+    if (byName.count(name))
+      return invalidArgument(directory + ": layer '" + name +
+                             "' is stored both as a float weight and packed (qweight)");
+    std::vector<int64_t> shape = expectedLlamaShape(name, config);
+    layer.n = shape[0];
+    layer.k = shape[1];
+    layer.config = ckpt.packedConfig;
+    INGOT_RETURN_IF_ERROR(validatePackedLinear(layer).withPrefix(directory));
+    ckpt.packedLinears.push_back(std::move(layer));
+  }
+  if (!byName.count("lm_head.weight") && !packed.count("lm_head.weight") &&
+      !config.tieWordEmbeddings)
     return invalidArgument(directory + ": no tensor 'lm_head.weight' and tie_word_embeddings "
                                        "is false");
   std::stable_sort(refs.begin(), refs.end(), [&](const HfTensorRef &a, const HfTensorRef &b) {

@@ -3,7 +3,8 @@
 // Reads what a Hugging Face checkpoint directory says about a Llama-family model:
 // config.json (llama, mistral, qwen2), generation_config.json (extra eos ids), the
 // tokenizer (HfTokenizer.h), and the weights: model.safetensors, or the shards that
-// model.safetensors.index.json names (every indexed tensor must be in its shard). The
+// model.safetensors.index.json names (every indexed tensor must be in its shard), and the
+// packed int4 layers of GPTQ / AWQ checkpoints (PackedInt4Linear.h). The
 // shards stay memory-mapped; tensor bytes are read later, one tensor at a time.
 // Plain C++ (no MLIR).
 //
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "compiler/import/ImportedModel.h"
+#include "compiler/import/hf/PackedInt4Linear.h"
 #include "compiler/import/hf/SafetensorsFile.h"
 #include "runtime/base/status.h"
 
@@ -35,6 +37,12 @@ struct HfCheckpoint {
   /// The model's weights under Hugging Face names, in shard then offset order. Tensors the
   /// graph does not use (rotary inv_freq buffers, a tied lm_head copy) are left out.
   std::vector<HfTensorRef> tensors;
+  /// GPTQ / AWQ checkpoints (config.json's quantization_config): the layers stored packed
+  /// (qweight, qzeros, scales, g_idx) instead of as `<prefix>.weight`, validated, in name
+  /// order. A layer is either here or in `tensors`, never both.
+  bool packed = false;
+  PackedQuantConfig packedConfig;
+  std::vector<PackedLinear> packedLinears;
 };
 
 /// Parses config.json's text. `where` prefixes error messages (the file's path).

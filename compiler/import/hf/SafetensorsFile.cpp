@@ -25,6 +25,8 @@ bool parseDtype(const std::string &name, SafetensorsDtype &out) {
     out = SafetensorsDtype::F16;
   else if (name == "BF16")
     out = SafetensorsDtype::BF16;
+  else if (name == "I32")
+    out = SafetensorsDtype::I32;
   else
     return false;
   return true;
@@ -76,7 +78,8 @@ Status parseEntry(const std::string &path, const std::string &name, const json &
   std::string dtypeName = dtype->get<std::string>();
   if (!parseDtype(dtypeName, out.dtype))
     return unimplemented(path + ": tensor '" + name + "' has dtype " + dtypeName +
-                         ", which cannot be imported (F32, F16 and BF16 can)");
+                         ", which cannot be imported (F32, F16, BF16 and, for GPTQ/AWQ "
+                         "packed weights, I32 can)");
   out.name = name;
   uint64_t elements = 1;
   for (const json &d : *shape) {
@@ -112,12 +115,14 @@ const char *safetensorsDtypeName(SafetensorsDtype dtype) {
     return "F16";
   case SafetensorsDtype::BF16:
     return "BF16";
+  case SafetensorsDtype::I32:
+    return "I32";
   }
   return "?";
 }
 
 uint64_t safetensorsItemSize(SafetensorsDtype dtype) {
-  return dtype == SafetensorsDtype::F32 ? 4 : 2;
+  return dtype == SafetensorsDtype::F32 || dtype == SafetensorsDtype::I32 ? 4 : 2;
 }
 
 int64_t SafetensorsTensor::numElements() const {
@@ -236,6 +241,13 @@ void SafetensorsFile::toFloat(const SafetensorsTensor &tensor, float *out) const
   case SafetensorsDtype::F16:
     for (int64_t i = 0; i < n; ++i)
       out[i] = halfToFloat(uint16_t(p[2 * i] | (p[2 * i + 1] << 8)));
+    break;
+  case SafetensorsDtype::I32:
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      out[i] = static_cast<float>(v);
+    }
     break;
   }
 }

@@ -18,10 +18,11 @@
 
 namespace ingot::importer::hf {
 
-/// Element types the importer reads. Others (integers, f8, f64) are rejected by name.
-enum class SafetensorsDtype { F32, F16, BF16 };
+/// Element types the importer reads. Others (other integers, f8, f64) are rejected by name.
+/// I32 holds the packed nibbles, zero points and group indices of GPTQ / AWQ checkpoints.
+enum class SafetensorsDtype { F32, F16, BF16, I32 };
 
-/// "F32", "F16", "BF16".
+/// "F32", "F16", "BF16", "I32".
 const char *safetensorsDtypeName(SafetensorsDtype dtype);
 /// Bytes per element.
 uint64_t safetensorsItemSize(SafetensorsDtype dtype);
@@ -59,7 +60,7 @@ public:
   const SafetensorsTensor *find(const std::string &name) const;
   /// The tensor's bytes inside the mapping (valid while this object lives).
   const uint8_t *bytes(const SafetensorsTensor &tensor) const { return base + tensor.fileOffset; }
-  /// Converts the tensor's elements to f32 into `out` (numElements() floats).
+  /// Converts the tensor's elements to f32 into `out` (numElements() floats; I32 by value).
   void toFloat(const SafetensorsTensor &tensor, float *out) const;
   /// Drops this process's mapping of the tensor's pages (they stay in the page cache and
   /// fault back in if read again), so streaming tensor by tensor keeps the resident set

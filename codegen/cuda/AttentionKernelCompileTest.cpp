@@ -1,0 +1,250 @@
+//===- AttentionKernelCompileTest.cpp - attention kernels compile, no GPU needed ===//
+//
+// Every attention variant's paged decode and prefill kernels (bf16, head dims 64/128, GQA
+// 1/3/4/8) compile with NVRTC for sm_80, and ptxas -v finds no register spills; a
+// representative subset (f32 decode included) compiles for every default target and is
+// checked the same way for sm_90a. Prints registers and shared memory per kernel.
+//
+// Time budget (CI, 2 cores shared): per variant (9) one translation unit of 8 decode, 8
+// prefill and 8 block-mask kernels for sm_80; for two variants (causal, the compiled Llama
+// tree mask) one of 3 decode (bf16 d128 GQA 4, bf16 d64 GQA 3, f32 d64) and 2 prefill
+// kernels (d128 GQA 4, d64 GQA 3) for the 6 default targets and sm_90a. See the report of
+// the last run in the test log; the two tests can run in parallel under ctest -j2.
+//
+//===----------------------------------------------------------------------===//
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "codegen/cuda/AttentionKernelSource.h"
+#include "codegen/cuda/AttentionRegionEmitter.h"
+#include "codegen/cuda/NvrtcCompiler.h"
+#include "runtime/attention/region_examples.h"
+
+namespace ingot::codegen {
+namespace {
+
+/// A variant: struct name and header text.
+struct Variant {
+  std::string name;
+  std::string text;
+};
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The variants under test: the generated example headers (when the compiler is built) and
+/// always the tree mask of runtime/attention/region_examples, emitted here from bytecode.
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+#ifdef INGOT_CUDA_VARIANT_DIR
+  const std::pair<const char *, const char *> files[] = {
+      {"causal.h", "Causal"},           {"sliding_window.h", "SlidingWindow"},
+      {"chunked_local.h", "ChunkedLocal"}, {"alibi.h", "Alibi"},
+      {"softcap.h", "Softcap"},         {"document_mask.h", "DocumentMask"},
+      {"tree_mask.h", "TreeMask"},      {"llama_tree_mask.h", "LlamaTreeMask0"}};
+  for (auto [file, name] : files) {
+    std::string text = readFile(std::string(INGOT_CUDA_VARIANT_DIR) + "/" + file);
+    EXPECT_FALSE(text.empty()) << "missing generated variant " << file;
+    out.push_back({name, text});
+  }
+#endif
+  std::vector<uint8_t> tree;
+  for (const RegionExample &e : regionExamples())
+    if (e.name.find("tree") != std::string::npos) tree = e.bytecode;
+  StatusOr<std::string> text = emitAttentionVariantHeader("RuntimeTreeMask", tree, {},
+                                                          "region_examples.cc");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  out.push_back({"RuntimeTreeMask", text.ok() ? *text : ""});
+  return out;
+}
+
+/// Resource use of one kernel as ptxas reports it.
+struct Resources {
+  int registers = -1;
+  int sharedBytes = 0;
+  int spillStores = 0, spillLoads = 0;
+  int stackBytes = 0;
+};
+
+/// Runs `ptxas -v` on `ptx` for `arch`; resources per function, or an error.
+StatusOr<std::map<std::string, Resources>> ptxasResources(const std::string &ptx,
+                                                          const std::string &arch) {
+  char dir[] = "/tmp/ingot-ptxas-XXXXXX";
+  if (!mkdtemp(dir)) return internalError("mkdtemp failed");
+  const std::string in = std::string(dir) + "/k.ptx", out = std::string(dir) + "/k.cubin";
+  std::ofstream(in) << ptx;
+  const std::string cmd =
+      std::string(INGOT_PTXAS) + " -v -arch=" + arch + " " + in + " -o " + out + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return internalError("cannot run " + cmd);
+  std::string log;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) log.append(buf, n);
+  const int rc = pclose(pipe);
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  rmdir(dir);
+  if (rc != 0) return internalError("ptxas failed (" + cmd + "):\n" + log);
+  // ptxas info    : Compiling entry function 'NAME' for 'sm_80'
+  // ptxas info    : Function properties for NAME
+  //     S bytes stack frame, A bytes spill stores, B bytes spill loads
+  // ptxas info    : Used R registers, used 1 barriers, M bytes smem, 400 bytes cmem[0]
+  std::map<std::string, Resources> result;
+  std::string current;
+  std::istringstream lines(log);
+  const std::regex entry("Compiling entry function '([^']+)'");
+  const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");
+  const std::regex used("Used (\\d+) registers");
+  const std::regex smem("(\\d+) bytes smem");
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry)) {
+      current = m[1];
+      result[current];
+    } else if (!current.empty() && std::regex_search(line, m, frame)) {
+      result[current].stackBytes = std::stoi(m[1]);
+      result[current].spillStores = std::stoi(m[2]);
+      result[current].spillLoads = std::stoi(m[3]);
+    } else if (!current.empty() && std::regex_search(line, m, used)) {
+      result[current].registers = std::stoi(m[1]);
+      if (std::regex_search(line, m, smem)) result[current].sharedBytes = std::stoi(m[1]);
+    }
+  }
+  if (result.empty()) return internalError("no kernels in the ptxas log:\n" + log);
+  return result;
+}
+
+/// Compiles `source` to PTX for `compute_<arch>` and checks every kernel with ptxas.
+void expectNoSpills(const std::string &source, const std::string &name, const std::string &arch,
+                    size_t expectedKernels) {
+  StatusOr<std::vector<CudaBinary>> ptx =
+      compileCuda(source, name + ".cu", {"compute_" + arch.substr(3)});
+  ASSERT_TRUE(ptx.ok()) << ptx.status().message();
+  if (std::string(INGOT_PTXAS).empty()) {
+    std::printf("[ skip ] no ptxas in the CUDA toolkit: spill check of %s skipped\n",
+                name.c_str());
+    return;
+  }
+  std::string text((*ptx)[0].data.begin(), (*ptx)[0].data.end());
+  while (!text.empty() && text.back() == '\0') text.pop_back();  // NVRTC's terminator
+  StatusOr<std::map<std::string, Resources>> resources = ptxasResources(text, arch);
+  ASSERT_TRUE(resources.ok()) << resources.status().message();
+  EXPECT_EQ(resources->size(), expectedKernels) << name;
+  for (const auto &[kernel, r] : *resources) {
+    std::printf("[ %s ] %-44s %3d registers %6d B smem %4d B stack\n", arch.c_str(),
+                kernel.c_str(), r.registers, r.sharedBytes, r.stackBytes);
+    EXPECT_GT(r.registers, 0) << kernel;
+    EXPECT_EQ(r.spillStores, 0) << kernel << " spills on " << arch;
+    EXPECT_EQ(r.spillLoads, 0) << kernel << " spills on " << arch;
+    EXPECT_LE(r.sharedBytes, 48 * 1024) << kernel;
+  }
+}
+
+/// Every variant: bf16 (what serving runs) at head dims 64 and 128 and GQA 1, 3, 4, 8. f32
+/// kernels share all code but the element loads; the representative subset covers them.
+std::vector<DecodeInstance> fullSweep() {
+  std::vector<DecodeInstance> out;
+  for (int d : {64, 128})
+    for (int g : {1, 3, 4, 8}) out.push_back({AttentionDtype::kBF16, d, g});
+  return out;
+}
+
+std::vector<PrefillInstance> prefillSweep() {
+  std::vector<PrefillInstance> out;
+  for (int d : {64, 128})
+    for (int g : {1, 3, 4, 8}) out.push_back({d, g});
+  return out;
+}
+
+TEST(AttentionKernelCompile, EveryVariantCompilesForSm80WithoutSpills) {
+  const std::vector<DecodeInstance> decode = fullSweep();
+  const std::vector<PrefillInstance> prefill = prefillSweep();
+  for (const Variant &v : variants()) {
+    SCOPED_TRACE(v.name);
+    StatusOr<std::string> source = attentionKernelSource(v.text, v.name, decode, prefill);
+    ASSERT_TRUE(source.ok()) << source.status().message();
+    // A decode kernel per decode instance, a combine kernel per head dim, a prefill and a
+    // block-mask kernel per prefill instance.
+    expectNoSpills(*source, v.name, "sm_80", decode.size() + 2 + 2 * prefill.size());
+  }
+}
+
+TEST(AttentionKernelCompile, RepresentativeKernelsCompileForEveryDefaultTarget) {
+  // Subset for the whole target sweep: the plainest mask and the one with the most
+  // operand traffic, at the two shapes SmolLM2 (d64, GQA 3) and Llama-3-8B (d128, GQA 4)
+  // use, plus f32.
+  const std::vector<DecodeInstance> instances = {{AttentionDtype::kBF16, 128, 4},
+                                                 {AttentionDtype::kBF16, 64, 3},
+                                                 {AttentionDtype::kF32, 64, 1}};
+  const std::vector<PrefillInstance> prefill = {{128, 4}, {64, 3}};
+  const std::vector<Variant> all = variants();
+  const bool haveExamples = all.size() > 1;
+  for (const Variant &v : all) {
+    // The compiled Llama tree mask stands for tree masks when the examples are built.
+    if (v.name != "Causal" && v.name != "LlamaTreeMask0" &&
+        !(v.name == "RuntimeTreeMask" && !haveExamples))
+      continue;
+    SCOPED_TRACE(v.name);
+    StatusOr<std::string> source = attentionKernelSource(v.text, v.name, instances, prefill);
+    ASSERT_TRUE(source.ok()) << source.status().message();
+    StatusOr<std::vector<CudaBinary>> binaries =
+        compileCuda(*source, v.name + ".cu", defaultCudaTargets());
+    ASSERT_TRUE(binaries.ok()) << binaries.status().message();
+    for (const CudaBinary &b : *binaries) {
+      const std::string text(b.data.begin(), b.data.end());
+      for (const DecodeInstance &in : instances) {
+        // Cubins and PTX both carry the kernel names as plain strings.
+        EXPECT_NE(text.find(decodeKernelName(v.name, in)), std::string::npos) << b.target;
+      }
+      for (const PrefillInstance &in : prefill) {
+        EXPECT_NE(text.find(prefillKernelName(v.name, in)), std::string::npos) << b.target;
+        EXPECT_NE(text.find(blockMaskKernelName(v.name, in)), std::string::npos) << b.target;
+      }
+    }
+    expectNoSpills(*source, v.name, "sm_90a", instances.size() + 3 + 2 * prefill.size());
+  }
+}
+
+TEST(AttentionKernelCompile, DecodeAcceptsHeadDim32WithoutSpills) {
+  const Variant v = variants().back();
+  const std::vector<DecodeInstance> instances = {{AttentionDtype::kF32, 32, 1},
+                                                 {AttentionDtype::kBF16, 32, 8}};
+  StatusOr<std::string> source = attentionKernelSource(v.text, v.name, instances);
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  expectNoSpills(*source, v.name, "sm_80", instances.size() + 2);
+}
+
+TEST(AttentionKernelCompile, RefusesUnsupportedShapes) {
+  const std::string text = variants().back().text;
+  StatusOr<std::string> d = attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 80, 1}});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("head dim 80"), std::string::npos);
+  // 256 does not fit the decode tile's shared memory.
+  StatusOr<std::string> d256 = attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 256, 1}});
+  ASSERT_FALSE(d256.ok());
+  EXPECT_NE(d256.status().message().find("head dim 256"), std::string::npos);
+  StatusOr<std::string> g = attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 64, 0}});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("0 query heads per kv head"), std::string::npos);
+  StatusOr<std::string> p = attentionKernelSource(text, "RuntimeTreeMask", {}, {{256, 1}});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("prefill kernel: head dim 256"), std::string::npos);
+  EXPECT_FALSE(attentionKernelSource(text, "RuntimeTreeMask", {}, {}).ok());
+}
+
+} // namespace
+} // namespace ingot::codegen

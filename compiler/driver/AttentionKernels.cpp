@@ -1,0 +1,290 @@
+//===- AttentionKernels.cpp - CUDA attention kernels into the artifact ----===//
+#include "compiler/driver/AttentionKernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "codegen/cuda/AttentionKernelPlan.h"
+#ifdef INGOT_HAVE_NVRTC
+#include "codegen/cuda/CachedNvrtc.h"
+#endif
+
+namespace ingot::compiler {
+namespace {
+
+/// The CUDA targets of `--cuda-targets all`, as in codegen/cuda/NvrtcCompiler.h (repeated
+/// here so a build without NVRTC still knows what "all" means when it refuses it).
+const std::vector<std::string> kAllTargets = {"sm_80",   "sm_89",   "sm_90a",
+                                              "sm_100f", "sm_120f", "compute_80"};
+
+/// sm_XY or compute_XY with an optional a/f suffix, XY two or three digits.
+bool isTargetName(const std::string &t) {
+  size_t prefix = t.rfind("sm_", 0) == 0 ? 3 : t.rfind("compute_", 0) == 0 ? 8 : 0;
+  if (prefix == 0)
+    return false;
+  size_t end = t.size();
+  if (end > prefix && (t.back() == 'a' || t.back() == 'f'))
+    --end;
+  if (end - prefix < 2 || end - prefix > 3)
+    return false;
+  return std::all_of(t.begin() + prefix, t.begin() + end, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::optional<int64_t> intParam(const ProgramStep &step, const char *name) {
+  for (const Param &p : step.params)
+    if (p.name == name)
+      return p.i;
+  return std::nullopt;
+}
+
+std::string dtypeName(schema::DType d) {
+  std::string name = schema::EnumNameDType(d);
+  for (char &c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+/// Struct name of the kernels of attention steps without a variant (no mask, no score).
+constexpr const char *kDenseVariant = "dense";
+
+/// One kernel to build: its unit and its binaries, filled by the compile jobs.
+struct PendingKernel {
+  codegen::AttentionKernelUnit unit;
+  std::vector<KernelBinary> binaries;
+  int fromCache = 0;
+};
+
+} // namespace
+
+bool cudaCodegenAvailable() {
+#ifdef INGOT_HAVE_NVRTC
+  return true;
+#else
+  return false;
+#endif
+}
+
+StatusOr<std::vector<std::string>> parseCudaTargets(const std::string &spec) {
+  if (spec.empty())
+    return cudaCodegenAvailable() ? kAllTargets : std::vector<std::string>{};
+  if (spec == "none")
+    return std::vector<std::string>{};
+  if (!cudaCodegenAvailable())
+    return invalidArgument("--cuda-targets " + spec +
+                           ": this ingot was built without NVRTC (no CUDA toolkit), so it "
+                           "compiles no CUDA kernels; use --cuda-targets none");
+  if (spec == "all")
+    return kAllTargets;
+  std::vector<std::string> targets;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string t = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!isTargetName(t))
+      return invalidArgument("--cuda-targets: '" + t +
+                             "' is not a CUDA target (sm_XY, sm_XYa, sm_XYf, compute_XY, ...; "
+                             "or all, none)");
+    if (std::find(targets.begin(), targets.end(), t) == targets.end())
+      targets.push_back(t);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return targets;
+}
+
+Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+                           CudaKernelReport *report) {
+  CudaKernelReport local;
+  CudaKernelReport &rep = report ? *report : local;
+  if (options.targets.empty())
+    return okStatus();
+  const auto start = std::chrono::steady_clock::now();
+  const ArtifactContents &contents = writer.contents();
+  std::set<std::string> warned;
+  auto warn = [&](std::string message) {
+    if (warned.insert(message).second)
+      rep.warnings.push_back(std::move(message));
+  };
+
+  // 1. The kernels each (variant, shape) needs, and which steps use which decode kernel.
+  using ShapeKey = std::tuple<int32_t, codegen::AttentionDtype, int, int>;
+  std::map<ShapeKey, std::string> decodeOf; // "" = no kernels for the shape
+  std::vector<PendingKernel> pending;
+  std::map<std::string, size_t> pendingByName;
+  struct Link {
+    size_t program, step;
+    std::string decode;
+  };
+  std::vector<Link> links;
+  std::set<int32_t> variantsWithKernels;
+  for (size_t p = 0; p < contents.programs.size(); ++p) {
+    const Program &program = contents.programs[p];
+    for (size_t s = 0; s < program.steps.size(); ++s) {
+      const ProgramStep &step = program.steps[s];
+      if (step.op != schema::OpKind::Attention)
+        continue;
+      const std::string where =
+          "attention step " + std::to_string(s) + " of program '" + program.name + "'";
+      std::optional<int64_t> headDim = intParam(step, "head_dim"),
+                             heads = intParam(step, "num_heads"),
+                             kvHeads = intParam(step, "num_kv_heads");
+      if (!headDim || !heads || !kvHeads || *kvHeads <= 0 || *heads % *kvHeads != 0)
+        return invalidArgument(where + " lacks consistent head_dim, num_heads and "
+                                       "num_kv_heads params");
+      if (step.inputs.empty())
+        return invalidArgument(where + " has no query input");
+      const schema::DType queryType = program.buffers.at(step.inputs[0]).dtype;
+      std::optional<schema::DType> cacheType;
+      for (int32_t b : step.inputs)
+        if (program.buffers.at(b).kind == schema::BufferKind::KvCache)
+          cacheType = program.buffers[b].dtype;
+      if (!cacheType)
+        return invalidArgument(where + " reads no KV cache buffer");
+      const std::string variantName =
+          step.attentionVariant >= 0
+              ? contents.attentionVariants.at(step.attentionVariant).name
+              : std::string(kDenseVariant);
+      const std::string shapeText =
+          "attention " + variantName + " with head dim " + std::to_string(*headDim) + ", " +
+          std::to_string(*heads / *kvHeads) + " query heads per kv head, " +
+          dtypeName(queryType) + " queries and " + dtypeName(*cacheType) + " KV cache";
+      const char *cpuOnly = "; these steps run on the CPU backend only";
+      if (queryType != *cacheType ||
+          (queryType != schema::DType::F32 && queryType != schema::DType::BF16)) {
+        warn("no CUDA kernels for " + shapeText +
+             ": the kernels take f32 or bf16, the same for queries and KV cache" + cpuOnly);
+        continue;
+      }
+      codegen::AttentionShape shape;
+      shape.dtype = queryType == schema::DType::F32 ? codegen::AttentionDtype::kF32
+                                                    : codegen::AttentionDtype::kBF16;
+      shape.headDim = static_cast<int>(*headDim);
+      shape.group = static_cast<int>(*heads / *kvHeads);
+      if (std::string why = codegen::unsupportedAttentionShape(shape); !why.empty()) {
+        warn("no CUDA kernels for " + shapeText + ": " + why + cpuOnly);
+        continue;
+      }
+      if (!isIdentifier(variantName))
+        return invalidArgument(where + ": variant name '" + variantName +
+                               "' is not a C identifier, so it cannot name CUDA kernels");
+      ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group};
+      auto it = decodeOf.find(key);
+      if (it == decodeOf.end()) {
+        std::vector<uint8_t> none;
+        const AttentionVariant *variant =
+            step.attentionVariant >= 0 ? &contents.attentionVariants[step.attentionVariant]
+                                       : nullptr;
+        StatusOr<std::vector<codegen::AttentionKernelUnit>> units =
+            codegen::attentionKernelUnits(variantName, variant ? variant->maskBytecode : none,
+                                          variant ? variant->scoreBytecode : none, shape);
+        if (!units.ok())
+          return invalidArgument(where + ": " + units.status().message());
+        it = decodeOf.emplace(key, units->front().name).first;
+        for (codegen::AttentionKernelUnit &unit : *units) {
+          if (pendingByName.count(unit.name))
+            continue; // the combine kernel is shared by every variant of a dtype and head dim
+          pendingByName[unit.name] = pending.size();
+          pending.push_back({std::move(unit), {}, 0});
+        }
+      }
+      if (step.attentionVariant >= 0)
+        variantsWithKernels.insert(step.attentionVariant);
+      links.push_back({p, s, it->second});
+    }
+  }
+  if (pending.empty())
+    return okStatus();
+
+#ifndef INGOT_HAVE_NVRTC
+  (void)start;
+  return invalidArgument("this ingot was built without NVRTC: it cannot compile CUDA kernels");
+#else
+  // 2. Compile every (kernel, target), through the cache, on all cores.
+  codegen::KernelCache cache(options.cacheDir);
+  const size_t numTargets = options.targets.size();
+  for (PendingKernel &k : pending)
+    k.binaries.resize(numTargets);
+  const size_t jobs = pending.size() * numTargets;
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  Status firstError;
+  std::string storeError;
+  auto work = [&] {
+    for (size_t j = next++; j < jobs; j = next++) {
+      PendingKernel &k = pending[j / numTargets];
+      const std::string &target = options.targets[j % numTargets];
+      codegen::CachedCompileStats stats;
+      StatusOr<std::vector<codegen::CudaBinary>> compiled =
+          codegen::compileCudaCached(k.unit.source, k.unit.name + ".cu", {target}, {}, cache, &stats);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!compiled.ok()) {
+        if (firstError.ok())
+          firstError = invalidArgument("CUDA kernel " + k.unit.name + " for " + target + ": " +
+                                       compiled.status().message());
+        next = jobs;
+        return;
+      }
+      KernelBinary &binary = k.binaries[j % numTargets];
+      binary.target = target;
+      binary.format = compiled->front().isPtx ? schema::BinaryFormat::Ptx
+                                              : schema::BinaryFormat::Cubin;
+      binary.data = std::move(compiled->front().data);
+      k.fromCache += stats.fromCache;
+      rep.compiles += stats.compiled;
+      if (storeError.empty())
+        storeError = stats.storeError;
+    }
+  };
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(jobs, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &t : threads)
+    t.join();
+  if (!firstError.ok())
+    return firstError;
+  if (!storeError.empty())
+    warn("kernel cache not written (" + storeError + "); set INGOT_KERNEL_CACHE to a writable "
+         "folder to avoid recompiling");
+
+  // 3. Kernels into the manifest, steps and variants linked.
+  std::map<std::string, int32_t> kernelIndex;
+  for (PendingKernel &k : pending) {
+    Kernel kernel;
+    kernel.name = k.unit.name;
+    kernel.blockDim.assign(k.unit.blockDim.begin(), k.unit.blockDim.end());
+    kernel.sharedMemBytes = k.unit.dynamicSharedBytes;
+    kernel.binaries = std::move(k.binaries);
+    const std::string name = kernel.name;
+    kernelIndex[name] = writer.addKernel(std::move(kernel));
+    ++rep.kernels;
+    rep.kernelsFromCache += k.fromCache == static_cast<int>(numTargets);
+  }
+  for (const Link &link : links)
+    writer.setStepKernel(link.program, link.step, kernelIndex.at(link.decode));
+  for (int32_t v : variantsWithKernels)
+    writer.setDeviceFunction(static_cast<size_t>(v), contents.attentionVariants[v].name);
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return okStatus();
+#endif
+}
+
+} // namespace ingot::compiler

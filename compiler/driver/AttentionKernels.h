@@ -1,0 +1,56 @@
+//===- AttentionKernels.h - CUDA attention kernels into the artifact -*- C++ -*-===//
+//
+// The compile stage after lowering that gives an artifact its CUDA attention kernels: for
+// each attention step's variant and shape it generates the kernels (AttentionKernelPlan),
+// compiles them with NVRTC for every target through the on-disk kernel cache, adds them as
+// KernelDefs and links them (docs/artifact-format.md, "Kernels"). Plain C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/artifact/ArtifactWriter.h"
+#include "runtime/base/status.h"
+
+namespace ingot::compiler {
+
+/// Whether this build can compile CUDA kernels (it was built with NVRTC).
+bool cudaCodegenAvailable();
+
+/// `--cuda-targets`: "all" (sm_80 sm_89 sm_90a sm_100f sm_120f compute_80), "none", or a
+/// comma-separated list of sm_XY[a|f] / compute_XY[a|f]; "" = the default, "all" where
+/// NVRTC is available and "none" elsewhere. Duplicates are dropped; anything else fails,
+/// naming the entry; an explicit target in a build without NVRTC fails too.
+StatusOr<std::vector<std::string>> parseCudaTargets(const std::string &spec);
+
+struct CudaKernelOptions {
+  /// Targets of every kernel; empty = no kernels.
+  std::vector<std::string> targets;
+  /// Kernel cache folder ("" = none; see codegen/cuda/KernelCache.h).
+  std::string cacheDir;
+};
+
+/// What the stage did, for the compile summary.
+struct CudaKernelReport {
+  /// Kernels added, and those whose every binary came from the cache.
+  size_t kernels = 0;
+  size_t kernelsFromCache = 0;
+  /// NVRTC compiles run (one per kernel and target missing from the cache).
+  size_t compiles = 0;
+  double seconds = 0.0;
+  /// Attention shapes without kernels (their steps stay CPU-only) and cache trouble, each
+  /// once.
+  std::vector<std::string> warnings;
+};
+
+/// Adds the attention kernels of every attention step in every program of `writer` and
+/// links them: the step's `kernel` is its decode kernel, the variant's `device_function` is
+/// the struct name in the kernels' symbols; combine, prefill and block-mask kernels are
+/// found by name. A shape the kernels cannot take (head dim, GQA ratio, element type) is a
+/// warning and its steps keep kernel -1. Fails on an NVRTC error or a malformed step.
+Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+                           CudaKernelReport *report);
+
+} // namespace ingot::compiler
