@@ -13,9 +13,13 @@
 #include "runtime/attention/region_examples.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/testing/llama_program.h"
+#include "runtime/backend/testing/step_builder.h"
 
 namespace ingot {
 namespace {
+
+using testing::makeStep;
+using testing::Sequence;
 
 using testing::LlamaProgramOptions;
 
@@ -42,39 +46,6 @@ std::vector<int32_t> randomTokens(int n, int vocab, std::mt19937& rng) {
   std::vector<int32_t> t(n);
   for (int32_t& x : t) x = static_cast<int32_t>(rng() % vocab);
   return t;
-}
-
-/// One request's view for building steps: its tokens so far and its blocks.
-struct Sequence {
-  std::vector<int32_t> tokens;
-  std::vector<int32_t> blocks;
-  int done = 0;  // tokens already in the KV
-};
-
-/// Builds one step that feeds `counts[i]` further tokens of seqs[i]; all rows give logits.
-StepInputs makeStep(std::vector<Sequence*> seqs, const std::vector<int>& counts, int blockSize) {
-  StepInputs s;
-  s.num_requests = static_cast<int32_t>(seqs.size());
-  for (Sequence* q : seqs)
-    s.max_blocks_per_request = std::max<int32_t>(s.max_blocks_per_request, q->blocks.size());
-  s.query_start.push_back(0);
-  for (size_t r = 0; r < seqs.size(); ++r) {
-    Sequence& q = *seqs[r];
-    for (int i = 0; i < counts[r]; ++i) {
-      const int slot = q.done + i;
-      s.tokens.push_back(q.tokens[slot]);
-      s.positions.push_back(slot);
-      s.slot_mapping.push_back(q.blocks[slot / blockSize] * blockSize + slot % blockSize);
-      s.logit_rows.push_back(static_cast<int32_t>(s.tokens.size() - 1));
-    }
-    q.done += counts[r];
-    s.seq_lens.push_back(q.done);
-    s.query_start.push_back(static_cast<int32_t>(s.tokens.size()));
-    std::vector<int32_t> row(q.blocks);
-    row.resize(s.max_blocks_per_request, -1);
-    s.block_tables.insert(s.block_tables.end(), row.begin(), row.end());
-  }
-  return s;
 }
 
 // ---- A dense reference model: naive loops in double over the artifact's weights. ----
