@@ -152,7 +152,11 @@ TEST(OnlineBench, StreamsEveryRequestAndReadsTheServersBatch) {
   EXPECT_GT(r->ttft_ms.p50, 0);
   EXPECT_LE(r->ttft_ms.p50, r->ttft_ms.p99);
   EXPECT_GT(r->tpot_ms.p50, 0);
-  EXPECT_GT(r->itl_ms.p50, 0);
+  // Chunks read together (a slow client on a loaded machine) are 0 ms apart, so only the
+  // tail is sure to be positive.
+  EXPECT_GE(r->itl_ms.p50, 0);
+  EXPECT_GT(r->itl_ms.p99, 0);
+  EXPECT_LE(r->itl_ms.p50, r->itl_ms.p99);
   EXPECT_GE(r->e2e_ms.p50, r->ttft_ms.p50);
   EXPECT_GT(r->requests_per_s, 0);
   EXPECT_GT(r->output_tokens_per_s, 0);
