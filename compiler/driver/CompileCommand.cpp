@@ -185,7 +185,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     err << "ingot compile: error: --quant-skip needs --quant\n";
     return 2;
   }
-  if (options.quant != "int4" && options.quantGroupSize != quant::kGgmlQ4BlockSize) {
+  if (options.quant != "int4" && options.quantGroupSize) {
     err << "ingot compile: error: --quant-group applies to --quant int4 only\n";
     return 2;
   }
@@ -198,23 +198,26 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     err << "ingot compile: error: --calib applies to --quant int4, nvfp4 and mxfp4 only\n";
     return 2;
   }
-  if (options.calib.empty() && (options.calibTokens != 4096 || options.calibSearch != "all")) {
-    err << "ingot compile: error: --calib-tokens and --calib-search need --calib\n";
+  if (options.calib.empty() && (options.calibTokens || options.calibSearch)) {
+    err << "ingot compile: error: "
+        << (options.calibTokens && options.calibSearch ? "--calib-tokens and --calib-search need"
+            : options.calibTokens                      ? "--calib-tokens needs"
+                                                       : "--calib-search needs")
+        << " --calib (a calibration text)\n";
     return 2;
   }
-  if (options.calibSearch != "all" && options.calibSearch != "scale" &&
-      options.calibSearch != "clip") {
+  const std::string calibSearch = options.calibSearch.value_or("all");
+  if (calibSearch != "all" && calibSearch != "scale" && calibSearch != "clip") {
     err << "ingot compile: error: --calib-search must be all, scale or clip, not '"
-        << options.calibSearch << "'\n";
+        << calibSearch << "'\n";
     return 2;
   }
   if (options.tensorParallel < 1) {
     err << "ingot compile: error: --tp must be >= 1, got " << options.tensorParallel << "\n";
     return 2;
   }
-  if (options.tensorParallel > 1 && (!options.quant.empty() || options.draftLayers > 0)) {
-    err << "ingot compile: error: --tp with "
-        << (options.quant.empty() ? "--draft-layers" : "--quant") << " is not supported yet\n";
+  if (options.tensorParallel > 1 && options.draftLayers > 0) {
+    err << "ingot compile: error: --tp with --draft-layers is not supported yet\n";
     return 2;
   }
   StatusOr<std::vector<std::string>> cudaTargets = parseCudaTargets(options.cudaTargets);
@@ -252,7 +255,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   // channel weights its quantized tensors are encoded with.
   std::unique_ptr<CalibrationResult> calibration;
   uint64_t sourceHash = 0;
-  int64_t quantGroupSize = options.quantGroupSize;
+  int64_t quantGroupSize = options.quantGroupSize.value_or(quant::kGgmlQ4BlockSize);
   const char *sourceLabel = nullptr; // what exactly-copied weights come from
 
   if (kind == InputKind::Gguf || kind == InputKind::Directory) {
@@ -277,13 +280,17 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
           << "'\n";
       return 2;
     }
-    // A GPTQ / AWQ checkpoint keeps its own group under --quant int4 unless another is asked.
+    // A GPTQ / AWQ checkpoint keeps its own group under --quant int4 unless --quant-group
+    // is given (even at the default), which re-quantizes layers of another group.
     sourceLabel = sourceQuantization(*checkpoint).first;
     if (int64_t group = sourceQuantization(*checkpoint).second;
-        options.quant == "int4" && group > 0 && quantGroupSize == quant::kGgmlQ4BlockSize &&
-        group != quantGroupSize) {
-      if (std::find(std::begin(quant::kInt4GroupSizes), std::end(quant::kInt4GroupSizes),
-                    group) != std::end(quant::kInt4GroupSizes)) {
+        options.quant == "int4" && group > 0 && group != quantGroupSize) {
+      if (options.quantGroupSize) {
+        out << "re-quantizing the " << sourceLabel << " checkpoint's group-" << group
+            << " layers with --quant-group " << quantGroupSize << "\n";
+      } else if (std::find(std::begin(quant::kInt4GroupSizes),
+                           std::end(quant::kInt4GroupSizes),
+                           group) != std::end(quant::kInt4GroupSizes)) {
         quantGroupSize = group;
         out << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
       } else {
@@ -295,13 +302,13 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     if (!options.calib.empty()) {
       CalibrationOptions calib;
       calib.textPath = options.calib;
-      calib.maxTokens = options.calibTokens;
+      calib.maxTokens = options.calibTokens.value_or(kDefaultCalibTokens);
       calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
                        : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
                                                   : quant::WeightEncoding::Mxfp4;
       calib.group = quantGroupSize;
-      calib.searchScales = options.calibSearch != "clip";
-      calib.weightedBlocks = options.calibSearch != "scale";
+      calib.searchScales = calibSearch != "clip";
+      calib.weightedBlocks = calibSearch != "scale";
       StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
       if (!calibrated.ok()) {
         err << "ingot compile: error: --calib " << options.calib << ": "

@@ -7,11 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace ingot::compiler {
+
+/// `--calib-tokens` when not given.
+inline constexpr int64_t kDefaultCalibTokens = 4096;
 
 /// What `ingot compile` was asked to do.
 struct CompileOptions {
@@ -33,8 +37,10 @@ struct CompileOptions {
   std::string kvDtype = "f32";
   /// Quantize linear weights: "" (no), "int4", "fp8", "nvfp4" or "mxfp4".
   std::string quant;
-  /// Elements per int4 scale along K (32, 64 or 128).
-  int64_t quantGroupSize = 32;
+  /// Elements per int4 scale along K (32, 64 or 128), as given by `--quant-group`. Unset:
+  /// a GPTQ / AWQ checkpoint's own group (its integers copied exactly), else 32. Set, even
+  /// to 32, it is honoured: packed layers of another group are re-quantized.
+  std::optional<int64_t> quantGroupSize;
   /// Weight-name patterns (globs, or substrings) that stay unquantized.
   std::vector<std::string> quantSkip;
   /// NVFP4 / MXFP4 block scales: "absmax" (from the block maximum) or "mse" (the scale
@@ -44,11 +50,13 @@ struct CompileOptions {
   /// scales from running the unquantized model over it (compiler/driver/Calibration.h).
   /// Empty = none, and the artifact is exactly what it is without calibration.
   std::string calib;
-  /// Most calibration tokens (`--calib-tokens`).
-  int64_t calibTokens = 4096;
+  /// Most calibration tokens (`--calib-tokens`); unset = kDefaultCalibTokens. Optional so
+  /// that giving it without `--calib` is refused even at the default value.
+  std::optional<int64_t> calibTokens;
   /// What calibration searches (`--calib-search`): "all" (folded AWQ scales and
-  /// activation-weighted block scales), "scale" (the former only) or "clip" (the latter).
-  std::string calibSearch = "all";
+  /// activation-weighted block scales), "scale" (the former only) or "clip" (the latter);
+  /// unset = "all".
+  std::optional<std::string> calibSearch;
   /// > 0: also a draft program of the first N decoder layers and the head (self-speculation).
   int32_t draftLayers = 0;
   /// Tensor-parallel ranks (`--tp`): > 1 shards the model (docs/tensor-parallel.md).

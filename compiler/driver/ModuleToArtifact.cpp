@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace ingot::compiler {
@@ -199,10 +200,14 @@ public:
       writer.setTokenizer(options.checkpoint->tokenizer);
     writer.setProvenance(options.provenance);
     if (report) {
+      // Distinct source weights: a sharded module names each once per rank.
+      llvm::StringSet<> quantizedNames;
       module.walk([&](mlir::ingot::WeightOp op) {
         if (auto encoding = op.getEncodingAttr())
-          report->quantizedWeights += encoding.getPart() == mlir::ingot::QuantPart::Weight;
+          if (encoding.getPart() == mlir::ingot::QuantPart::Weight)
+            quantizedNames.insert(op.getName());
       });
+      report->quantizedWeights += quantizedNames.size();
       report->exactQuantizedWeights = quantized ? quantized->numExact() : 0;
     }
     return success();
@@ -424,7 +429,9 @@ private:
   }
 
   /// A tensor that quantizes a checkpoint tensor (an `#ingot.encoding` weight); its bytes
-  /// are encoded from the source tensor while the artifact is written.
+  /// are encoded from the source tensor while the artifact is written. A shard of one is
+  /// the slice of the whole tensor's part (so the ranks' slices tile it, and an NVFP4
+  /// global scale is the whole tensor's), encoded once per rank.
   mlir::LogicalResult addQuantizedTensor(mlir::ingot::WeightOp op, TensorSpec spec) {
     mlir::ingot::WeightEncodingAttr encoding = op.getEncodingAttr();
     std::optional<quant::WeightEncoding> encoder = toWeightEncoding(encoding.getScheme());
@@ -434,9 +441,15 @@ private:
     if (!quantized)
       quantized = std::make_unique<QuantizedTensors>(*options.checkpoint, options.quantScales,
                                                      options.quantColumnImportance);
+    mlir::ingot::ShardAttr shard = op.getShardAttr();
+    std::vector<int64_t> whole = spec.shape;
+    if (shard)
+      whole[shard.getDim()] = shard.getSourceSize();
     StatusOr<TensorProducer> produce = quantized->producer(
         op.getHandle(), *encoder, encoding.getScheme().getBlockSize(),
-        toEncodedPart(encoding.getPart()), spec.dtype, spec.shape);
+        toEncodedPart(encoding.getPart()), spec.dtype, whole, shard ? spec.tpRank : -1);
+    if (produce.ok() && shard)
+      produce = sliceProducer(std::move(produce).value(), spec.dtype, whole, toSlice(shard));
     if (!produce.ok())
       return op.emitError() << "weight '" << spec.name << "': " << produce.status().message();
     addProducedTensor(std::move(spec), std::move(produce).value());

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -13,8 +14,8 @@ namespace {
 
 using quant::WeightEncoding;
 
-/// A source tensor under one encoding.
-using EncodingKey = std::tuple<uint64_t, WeightEncoding, int64_t>;
+/// A source tensor under one encoding, for one user (a tensor-parallel rank or -1).
+using EncodingKey = std::tuple<uint64_t, WeightEncoding, int64_t, int32_t>;
 
 /// What a part must be for a source of [n, k].
 struct PartLayout {
@@ -77,7 +78,7 @@ struct QuantizedTensors::State {
     Entry &entry = entries[key];
     if (entry.encoded)
       return okStatus();
-    auto [handle, encoding, group] = key;
+    [[maybe_unused]] auto [handle, encoding, group, user] = key;
     const importer::ImportedTensor &tensor = model.tensors[handle];
     const std::vector<float> *columnWeights = nullptr;
     if (importance) {
@@ -158,7 +159,7 @@ struct QuantizedTensors::State {
   const quant::ScaleChoice scales;
   const std::map<std::string, std::vector<float>> *importance;
   std::map<EncodingKey, Entry> entries;
-  size_t numExact = 0;
+  std::set<uint64_t> exactHandles;
 };
 
 QuantizedTensors::QuantizedTensors(
@@ -168,7 +169,7 @@ QuantizedTensors::QuantizedTensors(
 
 QuantizedTensors::~QuantizedTensors() = default;
 
-size_t QuantizedTensors::numExact() const { return state->numExact; }
+size_t QuantizedTensors::numExact() const { return state->exactHandles.size(); }
 
 bool QuantizedTensors::isExact(const importer::ImportedTensor &tensor, WeightEncoding encoding,
                                int64_t group) {
@@ -187,7 +188,8 @@ bool QuantizedTensors::isExact(const importer::ImportedTensor &tensor, WeightEnc
 StatusOr<TensorProducer> QuantizedTensors::producer(uint64_t handle, WeightEncoding encoding,
                                                     int64_t group, EncodedPart part,
                                                     schema::DType dtype,
-                                                    const std::vector<int64_t> &shape) {
+                                                    const std::vector<int64_t> &shape,
+                                                    int32_t user) {
   const importer::ImportedModel &model = state->model;
   if (handle >= model.tensors.size())
     return invalidArgument("weight handle " + std::to_string(handle) +
@@ -209,10 +211,10 @@ StatusOr<TensorProducer> QuantizedTensors::producer(uint64_t handle, WeightEncod
                                    : std::string("absent under this encoding")) +
                            ", the module says " + dtypeName(dtype) + " " + shapeText(shape));
 
-  EncodingKey key{handle, encoding, group};
+  EncodingKey key{handle, encoding, group, user};
   ++state->entries[key].partsLeft;
-  if (part == EncodedPart::Weight)
-    state->numExact += isExact(tensor, encoding, group);
+  if (part == EncodedPart::Weight && isExact(tensor, encoding, group))
+    state->exactHandles.insert(handle);
   return TensorProducer([state = state, key, part](const TensorByteSink &sink) {
     return state->emit(key, part, sink);
   });

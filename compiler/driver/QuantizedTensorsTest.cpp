@@ -123,6 +123,47 @@ TEST(QuantizedTensorsTest, EncodesOtherSourcesFromFloatsInAnyPartOrder) {
 /// `--calib` hands per-channel importance to QuantizedTensors: a weight that has it is
 /// encoded with activation-weighted block scales (exactly encodeWeight with MinError and
 /// those column weights), a weight without it as before; a length mismatch is an error.
+// Tensor-parallel users: each rank's parts get an encoding of their own (identical bytes,
+// so every rank's slices cut the same whole part), interleaving users is fine, and exact
+// copies are counted once per source weight.
+TEST(QuantizedTensorsTest, EachUserGetsTheSameWholePartAndExactWeightsCountOnce) {
+  StatusOr<importer::ImportedModel> model =
+      importer::importGguf(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const int32_t down = model->find("model.layers.1.mlp.down_proj.weight"); // from floats
+  const int32_t q = model->find("model.layers.0.self_attn.q_proj.weight");  // Q4: exact
+  ASSERT_GE(down, 0);
+  ASSERT_GE(q, 0);
+  const int64_t n = model->tensors[down].shape[0], k = model->tensors[down].shape[1];
+  QuantizedTensors quantized(*model);
+  std::vector<StatusOr<TensorProducer>> weights, scales;
+  for (int32_t user : {0, 1, -1}) {
+    weights.push_back(quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Weight,
+                                         schema::DType::F4E2M1FN, {n, k}, user));
+    scales.push_back(quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::Scale,
+                                        schema::DType::F8E4M3FN, {n, k / 16}, user));
+  }
+  auto global = quantized.producer(down, WeightEncoding::Nvfp4, 0, EncodedPart::GlobalScale,
+                                   schema::DType::F32, {1}, -1);
+  const std::vector<int64_t> qShape = model->tensors[q].shape;
+  for (int32_t user : {0, 1})
+    ASSERT_TRUE(quantized
+                    .producer(q, WeightEncoding::Int4Min, 32, EncodedPart::Weight,
+                              schema::DType::U4, qShape, user)
+                    .ok());
+  EXPECT_EQ(quantized.numExact(), 1u);
+  // Rank 1's weight before rank 0's scale: both entries alive at once, then dropped.
+  const std::vector<uint8_t> w1 = produce(weights[1]), w0 = produce(weights[0]);
+  const std::vector<uint8_t> s0 = produce(scales[0]), s1 = produce(scales[1]);
+  const std::vector<uint8_t> g = produce(global), s = produce(scales[2]), w = produce(weights[2]);
+  ASSERT_EQ(w0.size(), static_cast<size_t>(n * k / 2));
+  EXPECT_EQ(w0, w1);
+  EXPECT_EQ(w0, w);
+  EXPECT_EQ(s0, s1);
+  EXPECT_EQ(s0, s);
+  EXPECT_EQ(g.size(), 4u);
+}
+
 TEST(QuantizedTensorsTest, ColumnImportanceSelectsWeightedBlockScales) {
   StatusOr<importer::ImportedModel> model =
       importer::importGguf(std::string(INGOT_GGUF_TEST_DATA_DIR) + "/tiny_q4.gguf", {});

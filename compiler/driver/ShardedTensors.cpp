@@ -32,17 +32,22 @@ StatusOr<TensorProducer> sliceProducer(TensorProducer source, schema::DType dtyp
                            ") does not fit the source's " + std::to_string(extent) +
                            " along dim " + std::to_string(slice.dim));
   const int bits = dtypeBits(dtype);
-  if (bits < 8)
-    return invalidArgument("cannot shard a tensor of " + std::to_string(bits) +
-                           "-bit elements (packed below a byte)");
-  // The source is `outer` runs of `extent * inner` bytes; the slice takes bytes
-  // [offset * inner, (offset + size) * inner) of each run.
-  uint64_t inner = static_cast<uint64_t>(bits / 8);
+  // The source is `outer` runs of `extent * inner` bits; the slice takes bits
+  // [offset * inner, (offset + size) * inner) of each run. Packed sub-byte elements (two
+  // per byte, along the last dimension) can be cut only where those bounds fall on bytes.
+  uint64_t inner = static_cast<uint64_t>(bits);
   for (int64_t d = slice.dim + 1; d < rank; ++d)
     inner *= static_cast<uint64_t>(sourceShape[d]);
-  const uint64_t run = static_cast<uint64_t>(extent) * inner;
-  const uint64_t begin = static_cast<uint64_t>(slice.offset) * inner;
-  const uint64_t end = begin + static_cast<uint64_t>(slice.size) * inner;
+  const uint64_t beginBits = static_cast<uint64_t>(slice.offset) * inner;
+  const uint64_t sizeBits = static_cast<uint64_t>(slice.size) * inner;
+  if (beginBits % 8 != 0 || sizeBits % 8 != 0 || (extent * inner) % 8 != 0)
+    return invalidArgument("shard [" + std::to_string(slice.offset) + ", " +
+                           std::to_string(slice.offset + slice.size) + ") along dim " +
+                           std::to_string(slice.dim) + " cuts a byte of packed " +
+                           std::to_string(bits) + "-bit elements");
+  const uint64_t run = static_cast<uint64_t>(extent) * inner / 8;
+  const uint64_t begin = beginBits / 8;
+  const uint64_t end = begin + sizeBits / 8;
   return TensorProducer([source = std::move(source), run, begin,
                          end](const TensorByteSink &sink) -> Status {
     uint64_t position = 0; // byte offset in the source stream

@@ -27,8 +27,9 @@ struct ShardSlice {
 std::vector<int64_t> slicedShape(const std::vector<int64_t> &sourceShape, const ShardSlice &slice);
 
 /// A producer of `slice` of the tensor of `sourceShape` x `dtype` whose bytes `source`
-/// streams (in any chunking). Fails when the slice does not fit the shape or `dtype` is
-/// narrower than a byte (packed sub-byte types cannot be cut at element boundaries).
+/// streams (in any chunking). Fails when the slice does not fit the shape, or when `dtype`
+/// is packed below a byte and the cut falls inside a byte (an odd offset or size along the
+/// last dimension, or rows of an odd number of elements).
 StatusOr<TensorProducer> sliceProducer(TensorProducer source, schema::DType dtype,
                                        const std::vector<int64_t> &sourceShape,
                                        const ShardSlice &slice);

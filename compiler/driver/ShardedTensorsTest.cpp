@@ -106,8 +106,50 @@ TEST(ShardedTensors, RejectsSlicesOutsideTheSourceAndPackedTypes) {
             "shard [3, 5) does not fit the source's 4 along dim 0");
   EXPECT_EQ(message(schema::DType::F32, {4, 4}, {1, 0, 0}),
             "shard [0, 0) does not fit the source's 4 along dim 1");
-  EXPECT_EQ(message(schema::DType::U4, {4, 4}, {0, 0, 2}),
-            "cannot shard a tensor of 4-bit elements (packed below a byte)");
+  EXPECT_EQ(message(schema::DType::U4, {4, 4}, {1, 1, 2}),
+            "shard [1, 3) along dim 1 cuts a byte of packed 4-bit elements");
+  EXPECT_EQ(message(schema::DType::F4E2M1FN, {4, 6}, {1, 2, 3}),
+            "shard [2, 5) along dim 1 cuts a byte of packed 4-bit elements");
+  EXPECT_EQ(message(schema::DType::U4, {3, 5}, {0, 0, 1}),
+            "shard [0, 1) along dim 0 cuts a byte of packed 4-bit elements");
+}
+
+/// Nibble `i` of packed 4-bit data (element 2j in the low nibble of byte j).
+int nibble(const std::vector<uint8_t> &bytes, int64_t i) {
+  return (bytes[i / 2] >> (4 * (i % 2))) & 0xF;
+}
+
+TEST(ShardedTensors, PackedFourBitSlicesMatchNibbleArithmetic) {
+  std::mt19937_64 rng(0x5eed4b17);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t rows = 1 + rng() % 9, cols = 2 * (1 + rng() % 12);
+    std::vector<uint8_t> bytes(rows * cols / 2);
+    for (uint8_t &b : bytes)
+      b = static_cast<uint8_t>(rng());
+    const int64_t dim = rng() % 2;
+    const int64_t extent = dim == 0 ? rows : cols, step = dim == 0 ? 1 : 2;
+    const int64_t offset = step * (rng() % (extent / step));
+    const int64_t size = step * (1 + rng() % ((extent - offset) / step));
+    const ShardSlice s{dim, offset, size};
+    const schema::DType dtype = trial % 2 ? schema::DType::U4 : schema::DType::F4E2M1FN;
+    StatusOr<TensorProducer> p = sliceProducer(chunkedSource(bytes, trial), dtype, {rows, cols}, s);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    std::vector<uint8_t> got;
+    ASSERT_TRUE((*p)([&got](const void *data, uint64_t n) {
+                  const uint8_t *d = static_cast<const uint8_t *>(data);
+                  got.insert(got.end(), d, d + n);
+                  return okStatus();
+                }).ok());
+    const int64_t outRows = dim == 0 ? size : rows, outCols = dim == 0 ? cols : size;
+    ASSERT_EQ(static_cast<int64_t>(got.size()), outRows * outCols / 2);
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t c = 0; c < outCols; ++c) {
+        const int64_t sr = r + (dim == 0 ? offset : 0), sc = c + (dim == 1 ? offset : 0);
+        ASSERT_EQ(nibble(got, r * outCols + c), nibble(bytes, sr * cols + sc))
+            << rows << "x" << cols << " dim " << dim << " [" << offset << ", +" << size
+            << ") at " << r << "," << c;
+      }
+  }
 }
 
 } // namespace

@@ -6,6 +6,9 @@
 // granularity (kv heads replicated when there are fewer than ranks), a vocab-parallel
 // embedding (all_reduce) and output head (all_gather). The result is one function per rank,
 // `@step_tp<r>`, whose sharded weights are `ingot.weight` ops with an `#ingot.shard`.
+// It runs after ingot-quantize-weights: a quantized linear's packed weight and its scale
+// tensors are sliced like its weight (rows, or K on whole quantization blocks), keeping
+// their `#ingot.encoding`, so every rank's tensors are slices of the whole tensor's codes.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
@@ -81,12 +84,16 @@ public:
                int64_t n)
       : s(s), mapping(mapping), rank(rank), n(n), b(ctx) {}
 
-  void run(func::FuncOp fn) {
+  /// Fails (with an error on the op) when a row-parallel cut falls inside a quantization
+  /// block.
+  LogicalResult run(func::FuncOp fn) {
     HeadAssignment heads = assignHeads(s.numHeads, s.numKvHeads, n, rank);
     for (const AttentionBlock &block : s.attention)
-      shardAttention(block, heads);
+      if (failed(shardAttention(block, heads)))
+        return failure();
     for (const MlpBlock &block : s.mlps)
-      shardMlp(block);
+      if (failed(shardMlp(block)))
+        return failure();
     for (ig::EmbeddingOp embedding : s.embeddings)
       shardEmbedding(map(embedding));
     for (ig::LogitsOp head : s.heads)
@@ -97,6 +104,7 @@ public:
       if (w.use_empty())
         w.erase();
     });
+    return success();
   }
 
 private:
@@ -116,29 +124,58 @@ private:
     b.setInsertionPointAfter(source);
     auto shard = ig::ShardAttr::get(b.getContext(), dim, offset, size, type.getDimSize(dim));
     // source_quant is dropped: it describes whole [N, K] blocks of the source, and
-    // quantization does not run on sharded modules.
+    // quantization does not run on sharded modules. An encoding stays: the slice is of the
+    // whole tensor's quantized part.
     Value sliced = ig::WeightOp::create(b, source.getLoc(), withDim(type, dim, size),
                                         source.getName(), source.getHandle(), nullptr,
-                                        nullptr, shard);
+                                        source.getEncodingAttr(), shard);
     slices.emplace(key, sliced);
     return sliced;
   }
 
-  /// Column-parallel: the rank keeps output features [offset, offset + size).
+  /// True for an NVFP4 linear's per-tensor global scale (its second scale operand): the
+  /// whole tensor's, replicated on every rank.
+  static bool isGlobalScale(ig::LinearOp linear, unsigned index) {
+    return linear.getQuantAttr().getKind() == ig::QuantKind::NvFp4 && index == 1;
+  }
+
+  /// Column-parallel: the rank keeps output features [offset, offset + size), with their
+  /// rows of every per-row scale tensor.
   void columnParallel(ig::LinearOp linear, int64_t offset, int64_t size) {
     linear.getWeightMutable().assign(slice(linear.getWeight(), 0, offset, size));
     if (Value bias = linear.getBias())
       linear.getBiasMutable().assign(slice(bias, 0, offset, size));
+    MutableOperandRange scales = linear.getScalesMutable();
+    for (unsigned i = 0; i < scales.size(); ++i)
+      if (!isGlobalScale(linear, i))
+        scales[i].set(slice(scales[i].get(), 0, offset, size));
     setWidth(linear.getResult(), size);
   }
 
   /// Row-parallel: the rank multiplies input features [offset, offset + size) and the
-  /// group sums the partial results; the bias is added once, on rank 0.
-  void rowParallel(ig::LinearOp linear, int64_t offset, int64_t size) {
+  /// group sums the partial results; the bias is added once, on rank 0. A block-scaled
+  /// weight's cut must fall on its blocks; its [N, K / block] scales are cut with it, and
+  /// per-channel and global scales stay whole.
+  LogicalResult rowParallel(ig::LinearOp linear, int64_t offset, int64_t size) {
+    if (ig::QuantSchemeAttr quant = linear.getQuantAttr(); quant && quant.isBlockScaled()) {
+      const int64_t block = quant.getBlockSize();
+      if (offset % block != 0 || size % block != 0)
+        return linear.emitError()
+               << "ingot-shard-tensor-parallel: rank " << rank << " of " << n
+               << " takes input features [" << offset << ", " << offset + size << ") of '"
+               << linear.getWeight().getDefiningOp<ig::WeightOp>().getName()
+               << "', which cut its " << quant << " blocks of " << block
+               << " (quantize with a block that divides the split, or choose another --tp)";
+      MutableOperandRange scales = linear.getScalesMutable();
+      for (unsigned i = 0; i < scales.size(); ++i)
+        if (!isGlobalScale(linear, i))
+          scales[i].set(slice(scales[i].get(), 1, offset / block, size / block));
+    }
     linear.getWeightMutable().assign(slice(linear.getWeight(), 1, offset, size));
     if (linear.getBias() && rank != 0)
       linear.getBiasMutable().clear();
     sumAfter(linear);
+    return success();
   }
 
   /// Inserts an all_reduce after `op` and makes every user read the sum.
@@ -150,7 +187,7 @@ private:
     partial.replaceAllUsesExcept(sum.getResult(), sum);
   }
 
-  void shardAttention(const AttentionBlock &original, const HeadAssignment &heads) {
+  LogicalResult shardAttention(const AttentionBlock &original, const HeadAssignment &heads) {
     const int64_t d = s.headDim;
     columnParallel(map(original.q), heads.q.start * d, heads.q.count * d);
     columnParallel(map(original.k), heads.kv.start * d, heads.kv.count * d);
@@ -167,20 +204,31 @@ private:
     attn.setNumHeads(heads.q.count);
     attn.setNumKvHeads(heads.kv.count);
     setWidth(attn.getResult(), heads.q.count * d);
-    rowParallel(map(original.o), heads.q.start * d, heads.q.count * d);
+    return rowParallel(map(original.o), heads.q.start * d, heads.q.count * d);
   }
 
-  void shardMlp(const MlpBlock &original) {
+  /// The intermediate dimension in even blocks of whole quantization blocks of the down
+  /// projection (of single features when it is not block-quantized).
+  LogicalResult shardMlp(const MlpBlock &original) {
     int64_t width =
         cast<RankedTensorType>(original.activation->getResult(0).getType()).getDimSize(1);
-    RankSlice cols = evenBlock(width, n, rank);
+    RankSlice cols = alignedBlock(width, downBlock(original.down), n, rank);
     columnParallel(map(original.gate), cols.start, cols.count);
     columnParallel(map(original.up), cols.start, cols.count);
     Operation *act = mapping.lookup(original.activation->getResult(0)).getDefiningOp();
     setWidth(act->getResult(0), cols.count);
-    rowParallel(map(original.down), cols.start, cols.count);
+    return rowParallel(map(original.down), cols.start, cols.count);
   }
 
+public:
+  /// The unit the intermediate split is made of: the down projection's quantization block,
+  /// or 1.
+  static int64_t downBlock(ig::LinearOp down) {
+    ig::QuantSchemeAttr quant = down.getQuantAttr();
+    return quant && quant.isBlockScaled() ? quant.getBlockSize() : 1;
+  }
+
+private:
   /// Vocab-parallel embedding: rows [r V/N, (r+1) V/N), other tokens give zeros, summed.
   void shardEmbedding(ig::EmbeddingOp embedding) {
     int64_t vocab = embedding.getTable().getType().getDimSize(0);
@@ -264,7 +312,8 @@ public:
       auto shard = cast<func::FuncOp>(b.clone(*step, mapping));
       shard.setSymName(("step_tp" + llvm::Twine(rank)).str());
       shard->setAttr(ig::kTensorParallelRankAttrName, b.getI64IntegerAttr(rank));
-      RankRewriter(module.getContext(), structure, mapping, rank, tp).run(shard);
+      if (failed(RankRewriter(module.getContext(), structure, mapping, rank, tp).run(shard)))
+        return signalPassFailure();
     }
     step.erase();
     module->setAttr(ig::kTensorParallelAttrName, b.getI64IntegerAttr(tp));
@@ -395,7 +444,7 @@ private:
                               << " is more than the model's " << s.numHeads
                               << " attention heads";
 
-    // Every linear must have one role, with an unquantized ingot.weight (and bias).
+    // Every linear must have one role, with an ingot.weight (and bias, and scales).
     llvm::DenseSet<Operation *> known;
     for (const AttentionBlock &a : s.attention)
       for (ig::LinearOp l : {a.q, a.k, a.v, a.o})
@@ -408,6 +457,15 @@ private:
         return m.activation->emitError() << "ingot-shard-tensor-parallel: the MLP's "
                                          << width << " intermediate features cannot be split "
                                          << "over " << int64_t(tp) << " ranks";
+      // A quantized down projection is split on its blocks (whose K it is a multiple of).
+      ig::LinearOp down = m.down;
+      int64_t block = RankRewriter::downBlock(down);
+      if (width % block != 0 || width / block < tp)
+        return down.emitError() << "ingot-shard-tensor-parallel: the MLP's " << width
+                                  << " intermediate features are " << width / block
+                                  << " quantization blocks of " << block << " ("
+                                  << down.getQuantAttr() << "), too few to give each of "
+                                  << int64_t(tp) << " ranks whole blocks";
     }
     WalkResult linears = step.walk([&](ig::LinearOp linear) {
       LogicalResult result = success();
@@ -415,12 +473,11 @@ private:
         result = unrecognised(linear, "this ingot.linear is neither a q/k/v/o projection of "
                                       "an attention nor a gate/up/down projection of a gated "
                                       "MLP");
-      else if (linear.getQuantAttr() || !linear.getScales().empty())
-        result = linear.emitError("ingot-shard-tensor-parallel: quantized linears cannot be "
-                                  "sharded yet");
       else if (!linear.getWeight().getDefiningOp<ig::WeightOp>() ||
-               (linear.getBias() && !linear.getBias().getDefiningOp<ig::WeightOp>()))
-        result = unrecognised(linear, "its weight or bias is not an ingot.weight");
+               (linear.getBias() && !linear.getBias().getDefiningOp<ig::WeightOp>()) ||
+               llvm::any_of(linear.getScales(),
+                            [](Value v) { return !v.getDefiningOp<ig::WeightOp>(); }))
+        result = unrecognised(linear, "its weight, bias or scales are not ingot.weight ops");
       return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (linears.wasInterrupted())

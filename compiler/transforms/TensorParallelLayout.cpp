@@ -10,6 +10,11 @@ RankSlice evenBlock(int64_t total, int64_t parts, int64_t index) {
   return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
 
+RankSlice alignedBlock(int64_t total, int64_t unit, int64_t parts, int64_t index) {
+  RankSlice units = evenBlock(total / unit, parts, index);
+  return {units.start * unit, units.count * unit};
+}
+
 HeadAssignment assignHeads(int64_t numHeads, int64_t numKvHeads, int64_t ranks, int64_t rank) {
   const int64_t group = numHeads / numKvHeads;
   HeadAssignment out;

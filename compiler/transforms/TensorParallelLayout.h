@@ -21,6 +21,12 @@ struct RankSlice {
 /// differ by at most one (the larger blocks first). Needs parts >= 1, 0 <= index < parts.
 RankSlice evenBlock(int64_t total, int64_t parts, int64_t index);
 
+/// Block `index` of `total` items dealt out in `parts` contiguous blocks of whole `unit`s
+/// (the units in even blocks, as evenBlock): every block starts and ends on a multiple of
+/// `unit`. A quantized down projection's K is split this way so that no rank's range cuts a
+/// quantization block. Needs unit >= 1, total a multiple of unit, total / unit >= parts.
+RankSlice alignedBlock(int64_t total, int64_t unit, int64_t parts, int64_t index);
+
 /// The query heads and kv heads one rank runs.
 struct HeadAssignment {
   RankSlice q;

@@ -26,6 +26,31 @@ TEST(TensorParallelLayout, EvenBlocksTileInOrderAndDifferByAtMostOne) {
     }
 }
 
+TEST(TensorParallelLayout, AlignedBlocksTileOnUnitBoundaries) {
+  for (int64_t unit : {1, 16, 32, 128})
+    for (int64_t units = 1; units <= 24; ++units)
+      for (int64_t parts = 1; parts <= units; ++parts) {
+        int64_t next = 0, smallest = units * unit, largest = 0;
+        for (int64_t i = 0; i < parts; ++i) {
+          RankSlice s = alignedBlock(units * unit, unit, parts, i);
+          EXPECT_EQ(s.start, next) << units << "x" << unit << "/" << parts << " block " << i;
+          EXPECT_EQ(s.start % unit, 0);
+          EXPECT_EQ(s.count % unit, 0);
+          next = s.start + s.count;
+          smallest = std::min(smallest, s.count);
+          largest = std::max(largest, s.count);
+        }
+        EXPECT_EQ(next, units * unit);
+        EXPECT_LE(largest - smallest, unit);
+        EXPECT_GE(smallest, unit);
+      }
+  // SmolLM2's MLP (1536) over 2 ranks at block 32 is the unaligned split's 768 / 768.
+  EXPECT_EQ(alignedBlock(1536, 32, 2, 1).start, evenBlock(1536, 2, 1).start);
+  // 1536 over 5 ranks: 307/307/307/307/308-style cuts become multiples of 32.
+  EXPECT_EQ(alignedBlock(1536, 32, 5, 1).start, 320);
+  EXPECT_EQ(alignedBlock(1536, 32, 5, 4).count, 288);
+}
+
 TEST(TensorParallelLayout, HeadsFollowTheContractForEveryShape) {
   for (int64_t kvHeads = 1; kvHeads <= 12; ++kvHeads)
     for (int64_t group = 1; group <= 6; ++group) {

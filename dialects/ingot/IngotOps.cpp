@@ -154,12 +154,18 @@ LogicalResult WeightOp::verify() {
                          << getResult().getType();
   if (ShardAttr shard = getShardAttr()) {
     RankedTensorType type = getResult().getType();
-    if (getEncodingAttr())
-      return emitOpError() << "takes 'shard' or 'encoding', not both (quantized "
-                              "tensor-parallel weights are not supported yet)";
     if (shard.getDim() >= type.getRank())
       return emitOpError() << "shard dim " << shard.getDim() << " is out of range for "
                            << type;
+    // Sub-byte elements are packed two per byte along the last dimension: a cut there
+    // must fall between bytes.
+    Type element = type.getElementType();
+    unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 8;
+    if (bits < 8 && shard.getDim() == type.getRank() - 1 &&
+        ((shard.getOffset() * bits) % 8 != 0 || (shard.getSize() * bits) % 8 != 0))
+      return emitOpError() << "shard [" << shard.getOffset() << ", "
+                           << shard.getOffset() + shard.getSize() << ") of packed "
+                           << type.getElementType() << " elements does not fall on bytes";
     if (shard.getSize() != type.getDimSize(shard.getDim()))
       return emitOpError() << "shard size " << shard.getSize()
                            << " differs from the weight's dimension " << shard.getDim()

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
 #include "runtime/base/status.h"
 
@@ -38,6 +40,17 @@ class Backend {
   virtual int numThreads() const = 0;
   /// Bytes of the weight matrices one decode token reads.
   virtual uint64_t matrixBytes() const = 0;
+  /// The KV pool's element type as resolved at creation (--kv-dtype over the artifact's).
+  virtual KvDtype kvDtype() const = 0;
+  /// Tensor-parallel ranks behind this backend (1 = unsharded).
+  virtual int worldSize() const { return 1; }
 };
+
+/// "kv f32" or "kv fp8", plus ", tp N" for a backend of N > 1 ranks: for startup lines.
+inline std::string describeKvAndRanks(const Backend& backend) {
+  std::string text = std::string("kv ") + kvDtypeName(backend.kvDtype());
+  if (backend.worldSize() > 1) text += ", tp " + std::to_string(backend.worldSize());
+  return text;
+}
 
 }  // namespace ingot

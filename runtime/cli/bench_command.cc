@@ -6,6 +6,8 @@
 #include <fstream>
 #include <optional>
 
+#include "runtime/cli/tensor_parallel_flag.h"
+
 namespace ingot {
 namespace {
 
@@ -18,6 +20,8 @@ int runInterference(const BenchCommandOptions& options, std::ostream& out, std::
   if (!options.url.empty()) return fail(err, "--interference runs offline: give an artifact");
   StatusOr<Artifact> artifact = Artifact::open(options.artifact);
   if (!artifact.ok()) return fail(err, artifact.status().message());
+  if (Status tp = checkTensorParallelFlag(options.tp, *artifact, options.artifact); !tp.ok())
+    return fail(err, tp.message());
   StatusOr<InterferenceResult> r = runPrefillInterference(*artifact, options.interference);
   if (!r.ok()) return fail(err, r.status().message());
   char line[512];
@@ -101,6 +105,7 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
   StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
   if (!kv_dtype.ok()) return fail(err, kv_dtype.status().message());
   if (online && *kv_dtype) return fail(err, "--kv-dtype is the server's option (ingot serve --kv-dtype)");
+  if (online && options.tp != 0) return fail(err, "--tp is the server's option (ingot serve --tp)");
   workload.kv_dtype = *kv_dtype;
   StatusOr<SpeculativeOptions> spec =
       speculativeOptions(options.speculative, options.spec_tokens, options.spec_branches);
@@ -127,6 +132,8 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
     StatusOr<Artifact> opened = Artifact::open(options.artifact);
     if (!opened.ok()) return fail(err, opened.status().message());
     artifact.emplace(std::move(opened).value());
+    if (Status tp = checkTensorParallelFlag(options.tp, *artifact, options.artifact); !tp.ok())
+      return fail(err, tp.message());
   }
   const std::vector<double> rates =
       options.request_rates.empty() ? std::vector<double>{0} : options.request_rates;

@@ -37,6 +37,9 @@ struct BenchCommandOptions {
   std::string draft;
   /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
   std::string kv_dtype;
+  /// --tp N: the tensor-parallel world size the artifact must have been compiled for
+  /// (`ingot compile --tp N`; offline only); 0 = whatever it has. The ranks run as threads on the CPU.
+  int32_t tp = 0;
   /// Workload, seed, threads and KV blocks shared by all runs.
   BenchOptions bench;
   /// Also write the results as JSON here.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/generate/sequence_runner.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -53,6 +54,8 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
 
   StatusOr<Artifact> artifact = Artifact::open(options.artifact);
   if (!artifact.ok()) return fail(err, artifact.status().message());
+  if (Status tp = checkTensorParallelFlag(options.tp, *artifact, options.artifact); !tp.ok())
+    return fail(err, tp.message());
   const schema::ModelConfigDef* config = artifact->manifest().config();
   if (!config) return fail(err, options.artifact + ": artifact has no model config");
   if (options.context > config->max_context())

@@ -20,6 +20,9 @@ struct EvalPerplexityOptions {
   int num_threads = 0;
   /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
   std::string kv_dtype;
+  /// --tp N: the tensor-parallel world size the artifact must have been compiled for
+  /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads on the CPU.
+  int32_t tp = 0;
   /// Also write the result as JSON here.
   std::string json_path;
 };

@@ -26,6 +26,14 @@ void addKvDtypeFlag(CLI::App* app, std::string& kv_dtype) {
       ->check(CLI::IsMember({"f32", "fp8"}));
 }
 
+/// --tp on the runtime commands (ingot::checkTensorParallelFlag()).
+void addTensorParallelFlag(CLI::App* app, int32_t& tp) {
+  app->add_option("--tp", tp,
+                  "Tensor-parallel ranks the artifact was compiled for (ingot compile --tp); "
+                  "checked, 0 = any")
+      ->check(CLI::NonNegativeNumber);
+}
+
 /// Options `ingot run` and `ingot chat` share: the artifact, prompt, length, sampling, threads.
 void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
   app->add_option("artifact", options.artifact, "Path to a .ingot artifact")->required();
@@ -50,6 +58,7 @@ void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
   app->add_option("--threads", options.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
   addKvDtypeFlag(app, options.kv_dtype);
+  addTensorParallelFlag(app, options.tp);
 }
 
 /// --speculative, --spec-tokens, --spec-branches (see ingot::speculativeOptions()).
@@ -111,7 +120,9 @@ int main(int argc, char** argv) {
                       "Quantize linear weights: int4 (group-wise, asymmetric; GGUF Q4_0/Q4_1 "
                       "blocks kept exactly), fp8, nvfp4, mxfp4")
       ->check(CLI::IsMember({"int4", "fp8", "nvfp4", "mxfp4"}));
-  compile->add_option("--quant-group", quant_group, "Elements per int4 scale: 32, 64, 128")
+  compile->add_option("--quant-group", quant_group,
+                      "Elements per int4 scale: 32, 64, 128 (default 32, or a GPTQ/AWQ "
+                      "checkpoint's own group, whose integers are then copied exactly)")
       ->check(CLI::IsMember({32, 64, 128}));
   compile->add_option("--quant-skip", quant_skip,
                       "Keep weights whose name matches PATTERN (a glob, or a substring) "
@@ -194,6 +205,7 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
   bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
   addKvDtypeFlag(bench, bench_options.kv_dtype);
+  addTensorParallelFlag(bench, bench_options.tp);
   bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
   bench->add_option("--interference", bench_options.interference.long_prompt,
                     "Instead: how a prompt of this many tokens slows running decoders");
@@ -226,6 +238,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   ppl->add_option("--json", ppl_options.json_path, "Also write the result as JSON");
   addKvDtypeFlag(ppl, ppl_options.kv_dtype);
+  addTensorParallelFlag(ppl, ppl_options.tp);
 
   // ingot tokenize
   ingot::TokenizeOptions tokenize_options;
@@ -270,10 +283,7 @@ int main(int argc, char** argv) {
                     "Longest sequence, prompt plus output (0 = the model's context)")
       ->check(CLI::NonNegativeNumber);
   serve->add_flag("--no-prefix-cache", serve_options.no_prefix_cache, "Disable prefix caching");
-  serve->add_option("--tp", serve_options.tp,
-                    "Tensor-parallel ranks the artifact was compiled for (ingot compile --tp); "
-                    "checked, 0 = any")
-      ->check(CLI::NonNegativeNumber);
+  addTensorParallelFlag(serve, serve_options.tp);
   addSpeculativeFlags(serve, serve_options.speculative, serve_options.spec_tokens,
                       serve_options.spec_branches, serve_options.draft);
   serve->add_option("--served-model-name", serve_options.model_name,
@@ -332,12 +342,14 @@ int main(int argc, char** argv) {
     options.dtype = weight_dtype;
     options.kvDtype = compile_kv_dtype;
     options.quant = quant;
-    options.quantGroupSize = quant_group;
+    // Given at all (even at its default), a value is honoured; unset leaves the choice to
+    // the checkpoint (a GPTQ / AWQ group) and refuses --calib-* without --calib.
+    if (compile->count("--quant-group")) options.quantGroupSize = quant_group;
     options.quantSkip = quant_skip;
     options.quantScales = quant_scales;
     options.calib = calib;
-    options.calibTokens = calib_tokens;
-    options.calibSearch = calib_search;
+    if (compile->count("--calib-tokens")) options.calibTokens = calib_tokens;
+    if (compile->count("--calib-search")) options.calibSearch = calib_search;
     options.draftLayers = draft_layers;
     options.cudaTargets = cuda_targets;
     options.tensorParallel = compile_tp;

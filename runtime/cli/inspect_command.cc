@@ -234,10 +234,14 @@ void printPrograms(const schema::Manifest& m, const InspectOptions& options, std
   if (!m.programs()) return;
   for (size_t p = 0; p < m.programs()->size(); ++p) {
     const schema::ProgramDef* prog = m.programs()->Get(p);
-    out << fmt::format("  program {} \"{}\" ({}): {} buffers, {} steps", p, printable(prog->name()),
+    // A sharded artifact has one program per rank and role: say which rank runs this one
+    // (its name is only a convention); -1 means every rank of an unsharded artifact.
+    std::string rank = prog->tp_rank() >= 0 ? fmt::format(", tp_rank {}", prog->tp_rank()) : "";
+    out << fmt::format("  program {} \"{}\" (role {}{}): {} buffers, {} steps", p,
+                       printable(prog->name()),
                        snakeName(schema::EnumNameProgramRole(prog->role()), "role",
                                  static_cast<int>(prog->role())),
-                       count(prog->buffers()), count(prog->steps()));
+                       rank, count(prog->buffers()), count(prog->steps()));
     if (count(prog->layers())) out << ", layers " << listText(prog->layers());
     out << "\n";
     auto bufferName = [&](int32_t i) {

@@ -53,11 +53,11 @@ TEST(InspectCommand, PrintsEveryPartOfTheManifest) {
   expectContains(text, "kernels: 1");
   expectContains(text, "ingot_rms_norm_bf16: block [256, 1, 1], shared 1024 B, targets: "
                        "sm_90a (cubin, 6 B), compute_80 (ptx, 8 B)");
-  expectContains(text, "program 0 \"main\" (main): 5 buffers, 7 steps");
+  expectContains(text, "program 0 \"main\" (role main): 5 buffers, 7 steps");
   expectContains(text, "step 1: rms_norm [%1 hidden] -> [%1 hidden] weights [#11] kernel "
                        "ingot_rms_norm_bf16 epsilon=1e-05");
   expectContains(text, "variant causal layer=0 scale=0.5");
-  expectContains(text, "program 1 \"draft\" (draft): 0 buffers, 0 steps, layers [0]");
+  expectContains(text, "program 1 \"draft\" (role draft): 0 buffers, 0 steps, layers [0]");
   expectContains(text, "0 causal: mask 36 B, score none (identity), device function ingot_mask_causal");
   // The bytecode is printed as the CPU backend runs it.
   expectContains(text, "      %2 = cmpi ule, %1, %0 : index\n      yield %2 : i1");
@@ -145,6 +145,35 @@ TEST(InspectCommand, MissingFileIsOneErrorLineAndExitCodeOne) {
   EXPECT_EQ(err.str(),
             "ingot inspect: error: /nonexistent/model.ingot: cannot open: No such file or "
             "directory\n");
+}
+
+TEST(InspectCommand, ProgramHeaderShowsRoleAndTensorParallelRank) {
+  // Names deliberately say nothing about the rank: the header must print the field itself.
+  ArtifactWriter writer;
+  writer.addTensor({"w", schema::DType::U8, {1}, {}, -1}, std::vector<uint8_t>{7});
+  for (int32_t rank : {1, 0}) {
+    Program program;
+    program.name = "p" + std::to_string(rank * 7);
+    program.role = rank ? schema::ProgramRole::Draft : schema::ProgramRole::Main;
+    program.tpRank = rank;
+    writer.addProgram(program);
+  }
+  writer.setTensorParallel(2);
+  std::string path = tempPath("ranked.ingot");
+  Status status = writer.write(path);
+  ASSERT_TRUE(status.ok()) << status.message();
+  std::ostringstream out, err;
+  ASSERT_EQ(runInspect(path, false, out, err), 0) << err.str();
+  expectContains(out.str(), "program 0 \"p7\" (role draft, tp_rank 1): 0 buffers, 0 steps\n");
+  expectContains(out.str(), "program 1 \"p0\" (role main, tp_rank 0): 0 buffers, 0 steps\n");
+  ::unlink(path.c_str());
+
+  // Unsharded programs run on every rank and print no rank.
+  std::string sample = writeSample("unranked.ingot");
+  std::ostringstream plain;
+  ASSERT_EQ(runInspect(sample, false, plain, err), 0) << err.str();
+  EXPECT_EQ(plain.str().find("tp_rank"), std::string::npos) << plain.str();
+  ::unlink(sample.c_str());
 }
 
 TEST(InspectCommand, LongTensorTablesAreElided) {

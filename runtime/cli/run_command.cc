@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "runtime/artifact/artifact_reader.h"
+#include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/generate/sequence_runner.h"
 #include "runtime/generate/stop_matcher.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -41,6 +42,7 @@ StatusOr<Session> openSession(const RunOptions& options) {
   StatusOr<Artifact> artifact = Artifact::open(options.artifact);
   if (!artifact.ok()) return artifact.status();
   session.artifact = std::make_unique<Artifact>(std::move(artifact).value());
+  INGOT_RETURN_IF_ERROR(checkTensorParallelFlag(options.tp, *session.artifact, options.artifact));
   StatusOr<TokenizerData> data =
       tokenizerDataFromManifest(session.artifact->manifest().tokenizer());
   if (!data.ok()) return data.status().withPrefix(options.artifact);
@@ -129,15 +131,16 @@ StatusOr<GenerationStats> generate(Session& session, const RunOptions& options,
 }
 
 void printStats(const Session& session, const GenerationStats& stats, std::ostream& err) {
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof(line),
                 "[ingot] load %.2f s | prompt %zu tokens, %.1f tok/s | generated %d tokens, "
-                "%.1f tok/s | %d threads, %s\n",
+                "%.1f tok/s | %d threads, %s | %s\n",
                 session.load_s, stats.prompt_tokens,
                 stats.prompt_tokens / std::max(stats.prefill_s, 1e-9), stats.generated,
                 stats.generated / std::max(stats.decode_s, 1e-9),
                 session.runner->backend().numThreads(),
-                simdLevelName(session.runner->simdLevel()));
+                simdLevelName(session.runner->simdLevel()),
+                describeKvAndRanks(session.runner->backend()).c_str());
   err << line;
 }
 

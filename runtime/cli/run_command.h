@@ -22,6 +22,9 @@ struct RunOptions {
   int num_threads = 0;
   /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
   std::string kv_dtype;
+  /// --tp N: the tensor-parallel world size the artifact must have been compiled for
+  /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads on the CPU.
+  int32_t tp = 0;
 };
 
 /// Streams the generated text to `out`; statistics and errors go to `err`. Returns the

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/cpu/tp_cpu_backend.h"
+#include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/server/serve.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -21,12 +21,8 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   if (options.port < 0 || options.port > 65535) return fail(invalidArgument("bad --port"));
   StatusOr<Artifact> artifact = Artifact::open(options.artifact);
   if (!artifact.ok()) return fail(artifact.status());
-  if (options.tp < 0) return fail(invalidArgument("bad --tp " + std::to_string(options.tp)));
-  const int32_t world = tensorParallelWorldSize(*artifact);
-  if (options.tp > 0 && options.tp != world)
-    return fail(invalidArgument("--tp " + std::to_string(options.tp) + " disagrees with " +
-                                options.artifact + ", compiled for tensor-parallel world size " +
-                                std::to_string(world) + " (ingot compile --tp N sets it)"));
+  if (Status tp = checkTensorParallelFlag(options.tp, *artifact, options.artifact); !tp.ok())
+    return fail(tp);
   StatusOr<TokenizerData> data = tokenizerDataFromManifest(artifact->manifest().tokenizer());
   if (!data.ok()) return fail(data.status().withPrefix(options.artifact));
   StatusOr<Tokenizer> tokenizer = Tokenizer::create(std::move(data).value());

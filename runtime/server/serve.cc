@@ -47,7 +47,8 @@ Status serveModel(const Artifact& artifact, const Tokenizer& tokenizer, ServeCon
   double startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   log << "[ingot serve] ready on http://" << config.server.host << ":" << http.port() << " (model '"
       << config.server.model_name << "', max_model_len " << ctx.max_model_len << ", capacity "
-      << ctx.capacity << ", startup " << startup << " s)" << std::endl;
+      << ctx.capacity << ", " << describeKvAndRanks((*engine)->backend()) << ", startup " << startup
+      << " s)" << std::endl;
   http.run();
   log << "[ingot serve] stopped" << std::endl;
   return okStatus();

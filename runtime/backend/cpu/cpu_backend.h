@@ -121,7 +121,7 @@ class CpuBackend final : public Backend {
   size_t kvPoolFloats() const { return kv_pool_.size(); }
   const uint8_t* kvCodes() const { return kv_codes_.data(); }
   const float* kvScales() const { return kv_scales_.data(); }
-  KvDtype kvDtype() const { return kv_dtype_; }
+  KvDtype kvDtype() const override { return kv_dtype_; }
   /// Bytes the KV pool holds (elements plus scales).
   uint64_t kvPoolBytes() const;
 

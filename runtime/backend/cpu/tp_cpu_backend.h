@@ -70,7 +70,8 @@ class TpCpuBackend final : public Backend {
   /// Weight-matrix bytes one decode token reads, summed over the ranks.
   uint64_t matrixBytes() const override;
 
-  int worldSize() const { return static_cast<int>(ranks_.size()); }
+  KvDtype kvDtype() const override { return ranks_[0]->kvDtype(); }
+  int worldSize() const override { return static_cast<int>(ranks_.size()); }
   const CpuBackend& rank(int r) const { return *ranks_[r]; }
   /// The group's first error; ok while it is healthy.
   Status groupStatus() const { return group_->status(); }

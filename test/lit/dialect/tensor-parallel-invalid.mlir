@@ -34,8 +34,10 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{takes 'shard' or 'encoding', not both}}
-  %w = ingot.weight "w" {encoding = #ingot.encoding<weight, #ingot.quant<per_channel>>, handle = 0 : i64, shard = #ingot.shard<dim = 0, offset = 0, size = 32, source_size = 64>} : tensor<32x16xf8E4M3FN>
+  // A quantized part may be sharded, but packed 4-bit codes only on byte boundaries.
+  %ok = ingot.weight "w" {encoding = #ingot.encoding<weight, #ingot.quant<per_channel>>, handle = 0 : i64, shard = #ingot.shard<dim = 0, offset = 0, size = 32, source_size = 64>} : tensor<32x16xf8E4M3FN>
+  // expected-error @+1 {{shard [3, 35) of packed 'f4E2M1FN' elements does not fall on bytes}}
+  %w = ingot.weight "w4" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 1 : i64, shard = #ingot.shard<dim = 1, offset = 3, size = 32, source_size = 64>} : tensor<8x32xf4E2M1FN>
   return
 }
 

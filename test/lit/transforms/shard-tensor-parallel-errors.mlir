@@ -1,6 +1,6 @@
 // ingot-shard-tensor-parallel refuses what it cannot split, with a message naming why:
-// tp < 1, more ranks than heads, step shapes it does not recognise, quantized linears,
-// attention regions that read the head index; a vocabulary tp does not divide stays
+// tp < 1, more ranks than heads, step shapes it does not recognise, quantized o / down
+// projections whose split would cut a quantization block, attention regions that read the head index; a vocabulary tp does not divide stays
 // replicated with a warning.
 // RUN: not ingot-opt %s --split-input-file --ingot-shard-tensor-parallel=tp=0 2>&1 | FileCheck %s --check-prefix=TP0
 // RUN: not ingot-opt %s --split-input-file --ingot-shard-tensor-parallel=tp=5 2>&1 | FileCheck %s --check-prefix=TP5
@@ -119,27 +119,61 @@ func.func @step(%x: tensor<?x8xf32>, %cache: !cache, %block_tables: tensor<?x?xi
 
 // -----
 
-!cache = !ingot.kv_cache<num_layers = 1, num_kv_heads = 2, head_dim = 2, element_type = f32>
+!cache8 = !ingot.kv_cache<num_layers = 1, num_kv_heads = 2, head_dim = 8, element_type = f32>
 
-// Quantized projections are refused (--tp with --quant is not supported yet).
-func.func @step(%x: tensor<?x8xf32>, %cache: !cache, %block_tables: tensor<?x?xi32>,
+// A quantized o projection whose per-rank input range cuts its blocks: at tp 2 each rank
+// takes 2 heads of 8 = 16 inputs, MXFP4 blocks are 32.
+func.func @step(%x: tensor<?x32xf32>, %cache: !cache8, %block_tables: tensor<?x?xi32>,
                 %seq_lens: tensor<?xi32>, %query_start: tensor<?xi32>, %slots: tensor<?xi32>)
-    -> tensor<?x8xf32> {
-  %wq = ingot.weight "q" {handle = 1 : i64} : tensor<8x8xf8E4M3FN>
-  %sq = ingot.weight "q_scale" {handle = 6 : i64} : tensor<8xf32>
-  %wk = ingot.weight "k" {handle = 2 : i64} : tensor<4x8xf32>
-  %wv = ingot.weight "v" {handle = 3 : i64} : tensor<4x8xf32>
-  %wo = ingot.weight "o" {handle = 4 : i64} : tensor<8x8xf32>
-  // expected-error @+1 {{quantized linears cannot be sharded yet}}
-  %q = ingot.linear %x, %wq scales(%sq : tensor<8xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x8xf32>, tensor<8x8xf8E4M3FN> -> tensor<?x8xf32>
-  %k = ingot.linear %x, %wk : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
-  %v = ingot.linear %x, %wv : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
-  %c = ingot.kv_write %cache, %k, %v, %slots {layer = 0 : i32} : !cache, tensor<?x4xf32>, tensor<?xi32>
+    -> tensor<?x32xf32> {
+  %wq = ingot.weight "q" {handle = 1 : i64} : tensor<32x32xf32>
+  %wk = ingot.weight "k" {handle = 2 : i64} : tensor<16x32xf32>
+  %wv = ingot.weight "v" {handle = 3 : i64} : tensor<16x32xf32>
+  %wo = ingot.weight "o" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 4 : i64} : tensor<32x32xf4E2M1FN>
+  %so = ingot.weight "o_scale" {encoding = #ingot.encoding<scale, #ingot.quant<mxfp4>>, handle = 4 : i64} : tensor<32x1xf8E8M0FNU>
+  %q = ingot.linear %x, %wq : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+  %k = ingot.linear %x, %wk : tensor<?x32xf32>, tensor<16x32xf32> -> tensor<?x16xf32>
+  %v = ingot.linear %x, %wv : tensor<?x32xf32>, tensor<16x32xf32> -> tensor<?x16xf32>
+  %c = ingot.kv_write %cache, %k, %v, %slots {layer = 0 : i32} : !cache8, tensor<?x16xf32>, tensor<?xi32>
   %a = ingot.attention %q, %c, %block_tables, %seq_lens, %query_start
-      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 2 : i32, scale = 0.7 : f32}
-      : tensor<?x8xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
-  %o = ingot.linear %a, %wo : tensor<?x8xf32>, tensor<8x8xf32> -> tensor<?x8xf32>
-  return %o : tensor<?x8xf32>
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 8 : i32, scale = 0.35 : f32}
+      : tensor<?x32xf32>, !cache8, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{rank 0 of 2 takes input features [0, 16) of 'o', which cut its #ingot.quant<mxfp4> blocks of 32}}
+  %o = ingot.linear %a, %wo scales(%so : tensor<32x1xf8E8M0FNU>) {quant = #ingot.quant<mxfp4>} : tensor<?x32xf32>, tensor<32x32xf4E2M1FN> -> tensor<?x32xf32>
+  return %o : tensor<?x32xf32>
+}
+
+// -----
+
+!cache8 = !ingot.kv_cache<num_layers = 1, num_kv_heads = 2, head_dim = 8, element_type = f32>
+
+// A quantized down projection whose intermediate dimension (one MXFP4 block of 32) cannot
+// give each of 2 ranks whole blocks.
+func.func @step(%x: tensor<?x32xf32>, %cache: !cache8, %block_tables: tensor<?x?xi32>,
+                %seq_lens: tensor<?xi32>, %query_start: tensor<?xi32>, %slots: tensor<?xi32>)
+    -> tensor<?x32xf32> {
+  %wq = ingot.weight "q" {handle = 1 : i64} : tensor<32x32xf32>
+  %wk = ingot.weight "k" {handle = 2 : i64} : tensor<16x32xf32>
+  %wv = ingot.weight "v" {handle = 3 : i64} : tensor<16x32xf32>
+  %wo = ingot.weight "o" {handle = 4 : i64} : tensor<32x32xf32>
+  %wg = ingot.weight "gate" {handle = 5 : i64} : tensor<32x32xf32>
+  %wu = ingot.weight "up" {handle = 6 : i64} : tensor<32x32xf32>
+  %wd = ingot.weight "down" {encoding = #ingot.encoding<weight, #ingot.quant<mxfp4>>, handle = 7 : i64} : tensor<32x32xf4E2M1FN>
+  %sd = ingot.weight "down_scale" {encoding = #ingot.encoding<scale, #ingot.quant<mxfp4>>, handle = 7 : i64} : tensor<32x1xf8E8M0FNU>
+  %q = ingot.linear %x, %wq : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+  %k = ingot.linear %x, %wk : tensor<?x32xf32>, tensor<16x32xf32> -> tensor<?x16xf32>
+  %v = ingot.linear %x, %wv : tensor<?x32xf32>, tensor<16x32xf32> -> tensor<?x16xf32>
+  %c = ingot.kv_write %cache, %k, %v, %slots {layer = 0 : i32} : !cache8, tensor<?x16xf32>, tensor<?xi32>
+  %a = ingot.attention %q, %c, %block_tables, %seq_lens, %query_start
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 8 : i32, scale = 0.35 : f32}
+      : tensor<?x32xf32>, !cache8, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  %o = ingot.linear %a, %wo : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+  %g = ingot.linear %o, %wg : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+  %u = ingot.linear %o, %wu : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+  %act = ingot.silu_mul %g, %u : tensor<?x32xf32>
+  // expected-error @+1 {{the MLP's 32 intermediate features are 1 quantization blocks of 32 (#ingot.quant<mxfp4>), too few to give each of 2 ranks whole blocks}}
+  %d = ingot.linear %act, %wd scales(%sd : tensor<32x1xf8E8M0FNU>) {quant = #ingot.quant<mxfp4>} : tensor<?x32xf32>, tensor<32x32xf4E2M1FN> -> tensor<?x32xf32>
+  return %d : tensor<?x32xf32>
 }
 
 // -----

@@ -14,13 +14,23 @@ compiler's code), that:
   - the blob holds the replicated tensors first, then rank 0's, rank 1's, ..., and each
     rank's ShardDef covers exactly the bytes from its first tensor to the end of its last;
   - there is one program per rank, with that tp_rank;
-and prints each rank's share of the sharded bytes. Tensors must be f32, f16 or bf16.
+and prints each rank's share of the sharded bytes.
+
+Quantized artifacts (`--quant`, docs/quantization.md) are checked the same way: a packed
+weight (u4, f4e2m1fn: two elements per byte, element 2i in the low nibble; f8e4m3fn) is cut
+like the float weight; its `_scale`, `_min` and `_zero` tensors [N, K / block] follow its rows
+(column-parallel) or its K range divided by the block (row-parallel, where the cut must fall on
+a block); an fp8 `_scale` [N] of a row-parallel weight and every NVFP4 `_global_scale` are
+replicated (the whole tensor's). A quantized down projection's block (K / scale columns)
+makes the intermediate split one of whole blocks (the contract's `alignedBlock`).
 """
 import re
 import struct
 import sys
 
-ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+ELEMENT_BITS = {"f32": 32, "f16": 16, "bf16": 16, "f8e4m3fn": 8, "f8e8m0fnu": 8,
+                "f4e2m1fn": 4, "u4": 4}
+SCALE_SUFFIXES = ("_scale", "_min", "_zero")
 
 
 class Table:
@@ -65,7 +75,7 @@ class Table:
                 for k in range(n)]
 
 
-DTYPES = {1: "f32", 2: "f16", 3: "bf16"}
+DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "f8e4m3fn", 6: "f8e8m0fnu", 7: "f4e2m1fn", 9: "u4"}
 
 
 def read_artifact(path):
@@ -93,14 +103,24 @@ def read_artifact(path):
     return config, tensors, shards, programs
 
 
-def blocks(total, parts):
-    """Contiguous blocks whose sizes differ by at most one, larger first."""
-    out, start = [], 0
+def blocks(total, parts, unit=1):
+    """Contiguous blocks of whole `unit`s whose unit counts differ by at most one, larger
+    first."""
+    out, start, units = [], 0, total // unit
     for i in range(parts):
-        size = total // parts + (1 if i < total % parts else 0)
+        size = (units // parts + (1 if i < units % parts else 0)) * unit
         out.append((start, size))
         start += size
     return out
+
+
+def quant_block(by_name, weight):
+    """The block (K / scale columns) of a block-quantized weight in the unsharded artifact,
+    or 1 when it is not."""
+    w, s = by_name.get(weight), by_name.get(weight + "_scale")
+    if w is None or s is None or len(s["shape"]) != 2 or len(w["shape"]) != 2:
+        return 1
+    return w["shape"][1] // s["shape"][1]
 
 
 def heads(hq, hkv, n):
@@ -117,11 +137,31 @@ def heads(hq, hkv, n):
     return out
 
 
-def expected_slice(name, config, n, rank):
+def expected_slice(name, config, n, rank, by_name):
     """(dim, start, count) of rank's slice of tensor `name`, or None when replicated."""
+    if name.endswith("_global_scale"):
+        return None
+    for suffix in SCALE_SUFFIXES:
+        if name.endswith(suffix) and name[:-len(suffix)] in by_name:
+            weight = name[:-len(suffix)]
+            cut_of_weight = expected_slice(weight, config, n, rank, by_name)
+            if cut_of_weight is None:
+                return None
+            dim, start, count = cut_of_weight
+            if dim == 0:
+                return cut_of_weight
+            if len(by_name[name]["shape"]) != 2:
+                return None  # a per-channel scale of a row-parallel weight
+            block = quant_block(by_name, weight)
+            if start % block or count % block:
+                raise ValueError("%s: rank %d's K range [%d, +%d) cuts blocks of %d"
+                                 % (weight, rank, start, count, block))
+            return (1, start // block, count // block)
     d = config["head_dim"]
     (qs, qc), (ks, kc) = heads(config["heads"], config["kv_heads"], n)[rank]
-    ms, mc = blocks(config["intermediate"], n)[rank]
+    layer = re.match(r"(.*\.)mlp\.(gate|up|down)_proj\.", name)
+    unit = quant_block(by_name, layer.group(1) + "mlp.down_proj.weight") if layer else 1
+    ms, mc = blocks(config["intermediate"], n, unit)[rank]
     vocab = config["vocab"]
     if re.search(r"\.q_proj\.(weight|bias)$", name):
         return (0, qs * d, qc * d)
@@ -138,16 +178,40 @@ def expected_slice(name, config, n, rank):
     return None
 
 
+def elements(t):
+    """Tensor t's packed 4-bit elements as integers, low nibble first."""
+    return [(b >> shift) & 0xF for b in t["bytes"] for shift in (0, 4)]
+
+
+def pack(values):
+    """The bytes of 4-bit elements (the inverse of `elements`)."""
+    return bytes(values[i] | (values[i + 1] << 4) for i in range(0, len(values), 2))
+
+
 def cut(t, dim, start, count):
-    """Bytes of the slice [start, start + count) along dim of tensor t (rank 1 or 2)."""
-    e = ELEMENT_BYTES[t["dtype"]]
-    shape, data = t["shape"], t["bytes"]
+    """Bytes of the slice [start, start + count) along dim of tensor t (rank 1 or 2); packed
+    4-bit tensors are unpacked, cut element by element and packed again."""
+    shape, bits = t["shape"], ELEMENT_BITS[t["dtype"]]
+    row = shape[1] if len(shape) == 2 else 1
+    if bits == 4:
+        values = elements(t)
+        if dim == 0:
+            return pack(values[start * row:(start + count) * row])
+        return pack([v for r in range(shape[0]) for v in values[r * row + start:r * row + start + count]])
+    e, data = bits // 8, t["bytes"]
     if dim == 0:
-        row = e * (shape[1] if len(shape) == 2 else 1)
-        return data[start * row:(start + count) * row]
-    row = shape[1] * e
-    return b"".join(data[r * row + start * e:r * row + (start + count) * e]
-                    for r in range(shape[0]))
+        return data[start * row * e:(start + count) * row * e]
+    return b"".join(data[(r * row + start) * e:(r * row + start + count) * e] for r in range(shape[0]))
+
+
+def join_columns(pieces, rows, dtype):
+    """The [rows, sum of widths] tensor whose column blocks are `pieces`, in order."""
+    if ELEMENT_BITS[dtype] == 4:
+        parts = [(elements(p), p["shape"][1]) for p in pieces]
+        return pack([v for r in range(rows) for values, w in parts for v in values[r * w:(r + 1) * w]])
+    e = ELEMENT_BITS[dtype] // 8
+    return b"".join(p["bytes"][r * p["shape"][1] * e:(r + 1) * p["shape"][1] * e]
+                    for r in range(rows) for p in pieces)
 
 
 def main():
@@ -158,17 +222,24 @@ def main():
         print("error: the artifact is sharded over %d ranks, not %d" % (len(shards), n))
         return 1
     by_name = {t["name"]: t for t in full}
+
+    def expected_slice_of(name, rank):
+        try:
+            return expected_slice(name, config, n, rank, by_name)
+        except ValueError as e:  # the contract cannot cut this tensor: report, do not trace
+            print("error:", e)
+            sys.exit(1)
     errors = []
     seen = set()
     share = [0] * n
     replicated = 0
     for t in sharded:
         source = by_name.get(t["name"])
-        if source is None or t["dtype"] not in ELEMENT_BYTES:
+        if source is None or t["dtype"] not in ELEMENT_BITS or t["dtype"] != source["dtype"]:
             errors.append("unexpected tensor %s (%s)" % (t["name"], t["dtype"]))
             continue
         seen.add((t["name"], t["rank"]))
-        want = expected_slice(t["name"], config, n, max(t["rank"], 0))
+        want = expected_slice_of(t["name"], max(t["rank"], 0))
         if t["rank"] < 0:
             replicated += 1
             if want is not None:
@@ -183,29 +254,27 @@ def main():
             errors.append("%s on rank %d is not slice %s of the unsharded tensor"
                           % (t["name"], t["rank"], want))
     for t in full:
-        ranks = range(n) if expected_slice(t["name"], config, n, 0) is not None else [-1]
+        ranks = range(n) if expected_slice_of(t["name"], 0) is not None else [-1]
         for r in ranks:
             if (t["name"], r) not in seen:
                 errors.append("%s is missing on rank %d" % (t["name"], r))
     # Concatenation in rank order gives back each tensor (a kv head shared by ranks once).
     for t in full:
-        if expected_slice(t["name"], config, n, 0) is None:
+        if expected_slice_of(t["name"], 0) is None:
             continue
         parts = [s for r in range(n) for s in sharded
                  if s["name"] == t["name"] and s["rank"] == r]
-        dim = expected_slice(t["name"], config, n, 0)[0]
+        dim = expected_slice_of(t["name"], 0)[0]
         pieces, last = [], None
         for r, p in enumerate(parts):
-            span = expected_slice(t["name"], config, n, r)[1:]
+            span = expected_slice_of(t["name"], r)[1:]
             if span != last:
                 pieces.append(p)
             last = span
         if dim == 0:
             joined = b"".join(p["bytes"] for p in pieces)
         else:
-            e = ELEMENT_BYTES[t["dtype"]]
-            joined = b"".join(b"".join(p["bytes"][row * p["shape"][1] * e:(row + 1) * p["shape"][1] * e]
-                                       for p in pieces) for row in range(t["shape"][0]))
+            joined = join_columns(pieces, t["shape"][0], t["dtype"])
         if joined != t["bytes"]:
             errors.append("the ranks' slices of %s do not concatenate to it" % t["name"])
     # Blob order: replicated, then rank by rank.
