@@ -1,0 +1,75 @@
+//===- FusedOpsSource.cpp - CUDA translation unit of the fused elementwise kernels ---===//
+#include "codegen/cuda/FusedOpsSource.h"
+
+#include <sstream>
+
+namespace ingot::codegen {
+namespace {
+
+const char *opName(FusedOp op) {
+  switch (op) {
+  case FusedOp::kRmsNormResidual: return "rms_norm_residual";
+  case FusedOp::kRopeKvWrite: return "rope_kv_write";
+  case FusedOp::kSiluMul: return "silu_mul";
+  case FusedOp::kEmbedding: return "embedding";
+  }
+  return "unknown";
+}
+
+/// The extern "C" entry point of `op` for element type `type` named `name`.
+std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
+  const std::string bounds =
+      "extern \"C\" __global__ void __launch_bounds__(ingot::fused::kFusedThreads) " + name;
+  const std::string t = type;
+  switch (op) {
+  case FusedOp::kRmsNormResidual:
+    return bounds + "(const " + t + " *x, " + t + " *residual, const " + t + " *gamma, " + t +
+           " *out, int dim, float eps) {\n  ingot::fused::rmsNormResidual<" + t +
+           ">(x, residual, gamma, out, dim, eps);\n}\n";
+  case FusedOp::kRopeKvWrite:
+    return bounds + "(ingot::fused::RopeKvParams p) {\n  ingot::fused::ropeKvWrite<" + t +
+           ">(p);\n}\n";
+  case FusedOp::kSiluMul:
+    return bounds + "(const " + t + " *gate, const " + t + " *up, " + t +
+           " *out, long count) {\n  ingot::fused::siluMulRange<" + t +
+           ">(gate, up, out, count);\n}\n";
+  case FusedOp::kEmbedding:
+    return bounds + "(ingot::fused::EmbeddingParams p) {\n  ingot::fused::embeddingGather<" +
+           t + ">(p);\n}\n";
+  }
+  return "";
+}
+
+} // namespace
+
+const std::vector<FusedOp> &allFusedOps() {
+  static const std::vector<FusedOp> ops = {FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite,
+                                           FusedOp::kSiluMul, FusedOp::kEmbedding};
+  return ops;
+}
+
+std::string fusedKernelName(FusedOp op, AttentionDtype dtype) {
+  return std::string("ingot_fused_") + opName(op) +
+         (dtype == AttentionDtype::kF32 ? "_f32" : "_bf16");
+}
+
+std::string fusedOpsSource(const std::vector<FusedOp> &ops,
+                           const std::vector<AttentionDtype> &dtypes) {
+  const std::string path = "codegen/cuda/kernels/fused_ops.cuh";
+  std::string src = "// Fused elementwise kernels (assembled by codegen/cuda/FusedOpsSource).\n"
+                    "// ---- " + path + "\n";
+  std::istringstream in(embeddedKernelHeader(path));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("#pragma once", 0) != 0) src += line + "\n";
+  src += "// ---- entry points\n";
+  const std::vector<AttentionDtype> types =
+      dtypes.empty() ? std::vector<AttentionDtype>{AttentionDtype::kF32, AttentionDtype::kBF16}
+                     : dtypes;
+  for (FusedOp op : ops.empty() ? allFusedOps() : ops)
+    for (AttentionDtype dtype : types)
+      src += entryPoint(op, fusedKernelName(op, dtype),
+                        dtype == AttentionDtype::kF32 ? "float" : "__nv_bfloat16");
+  return src;
+}
+
+} // namespace ingot::codegen
