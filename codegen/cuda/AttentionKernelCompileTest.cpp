@@ -16,18 +16,15 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/AttentionKernelSource.h"
 #include "codegen/cuda/AttentionRegionEmitter.h"
 #include "codegen/cuda/NvrtcCompiler.h"
+#include "codegen/cuda/PtxasReport.h"
 #include "runtime/attention/region_examples.h"
 
 namespace ingot::codegen {
@@ -72,62 +69,6 @@ std::vector<Variant> variants() {
   return out;
 }
 
-/// Resource use of one kernel as ptxas reports it.
-struct Resources {
-  int registers = -1;
-  int sharedBytes = 0;
-  int spillStores = 0, spillLoads = 0;
-  int stackBytes = 0;
-};
-
-/// Runs `ptxas -v` on `ptx` for `arch`; resources per function, or an error.
-StatusOr<std::map<std::string, Resources>> ptxasResources(const std::string &ptx,
-                                                          const std::string &arch) {
-  char dir[] = "/tmp/ingot-ptxas-XXXXXX";
-  if (!mkdtemp(dir)) return internalError("mkdtemp failed");
-  const std::string in = std::string(dir) + "/k.ptx", out = std::string(dir) + "/k.cubin";
-  std::ofstream(in) << ptx;
-  const std::string cmd =
-      std::string(INGOT_PTXAS) + " -v -arch=" + arch + " " + in + " -o " + out + " 2>&1";
-  FILE *pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return internalError("cannot run " + cmd);
-  std::string log;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) log.append(buf, n);
-  const int rc = pclose(pipe);
-  std::remove(in.c_str());
-  std::remove(out.c_str());
-  rmdir(dir);
-  if (rc != 0) return internalError("ptxas failed (" + cmd + "):\n" + log);
-  // ptxas info    : Compiling entry function 'NAME' for 'sm_80'
-  // ptxas info    : Function properties for NAME
-  //     S bytes stack frame, A bytes spill stores, B bytes spill loads
-  // ptxas info    : Used R registers, used 1 barriers, M bytes smem, 400 bytes cmem[0]
-  std::map<std::string, Resources> result;
-  std::string current;
-  std::istringstream lines(log);
-  const std::regex entry("Compiling entry function '([^']+)'");
-  const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");
-  const std::regex used("Used (\\d+) registers");
-  const std::regex smem("(\\d+) bytes smem");
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry)) {
-      current = m[1];
-      result[current];
-    } else if (!current.empty() && std::regex_search(line, m, frame)) {
-      result[current].stackBytes = std::stoi(m[1]);
-      result[current].spillStores = std::stoi(m[2]);
-      result[current].spillLoads = std::stoi(m[3]);
-    } else if (!current.empty() && std::regex_search(line, m, used)) {
-      result[current].registers = std::stoi(m[1]);
-      if (std::regex_search(line, m, smem)) result[current].sharedBytes = std::stoi(m[1]);
-    }
-  }
-  if (result.empty()) return internalError("no kernels in the ptxas log:\n" + log);
-  return result;
-}
-
 /// Compiles `source` to PTX for `compute_<arch>` and checks every kernel with ptxas.
 void expectNoSpills(const std::string &source, const std::string &name, const std::string &arch,
                     size_t expectedKernels) {
@@ -140,8 +81,8 @@ void expectNoSpills(const std::string &source, const std::string &name, const st
     return;
   }
   std::string text((*ptx)[0].data.begin(), (*ptx)[0].data.end());
-  while (!text.empty() && text.back() == '\0') text.pop_back();  // NVRTC's terminator
-  StatusOr<std::map<std::string, Resources>> resources = ptxasResources(text, arch);
+  StatusOr<std::map<std::string, PtxasResources>> resources =
+      ptxasResources(INGOT_PTXAS, text, arch);
   ASSERT_TRUE(resources.ok()) << resources.status().message();
   EXPECT_EQ(resources->size(), expectedKernels) << name;
   for (const auto &[kernel, r] : *resources) {

@@ -9,64 +9,18 @@
 //===----------------------------------------------------------------------===//
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/FusedOpsSource.h"
 #include "codegen/cuda/NvrtcCompiler.h"
+#include "codegen/cuda/PtxasReport.h"
 
 namespace ingot::codegen {
 namespace {
-
-/// One kernel's resource line of `ptxas -v`.
-struct Usage {
-  int registers = -1, stackBytes = -1, spillBytes = -1;
-};
-
-/// `ptxas -v -arch=<arch>` on `ptx`: the usage of each entry function, or an error.
-StatusOr<std::map<std::string, Usage>> ptxasUsage(const std::string &ptx, const std::string &arch) {
-  char dir[] = "/tmp/ingot-fused-ptxas-XXXXXX";
-  if (!mkdtemp(dir)) return internalError("mkdtemp failed");
-  const std::string in = std::string(dir) + "/f.ptx", out = std::string(dir) + "/f.cubin";
-  std::ofstream(in) << ptx;
-  const std::string cmd =
-      std::string(INGOT_PTXAS) + " -v -arch=" + arch + " " + in + " -o " + out + " 2>&1";
-  FILE *pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return internalError("cannot run " + cmd);
-  std::string log;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) log.append(buf, n);
-  const int rc = pclose(pipe);
-  std::remove(in.c_str());
-  std::remove(out.c_str());
-  rmdir(dir);
-  if (rc != 0) return internalError("ptxas failed (" + cmd + "):\n" + log);
-  std::map<std::string, Usage> usage;
-  std::string kernel;
-  const std::regex entry("Compiling entry function '([^']+)'");
-  const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");
-  const std::regex regs("Used (\\d+) registers");
-  std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry)) kernel = m[1];
-    else if (!kernel.empty() && std::regex_search(line, m, frame)) {
-      usage[kernel].stackBytes = std::stoi(m[1]);
-      usage[kernel].spillBytes = std::stoi(m[2]) + std::stoi(m[3]);
-    } else if (!kernel.empty() && std::regex_search(line, m, regs)) {
-      usage[kernel].registers = std::stoi(m[1]);
-    }
-  }
-  return usage;
-}
 
 std::vector<std::string> allKernelNames() {
   std::vector<std::string> names;
@@ -97,17 +51,17 @@ TEST(FusedOpsCompile, NoSpillsOnAnyDefaultTarget) {
     StatusOr<std::vector<CudaBinary>> ptx = compileCuda(fusedOpsSource(), "fused_ops.cu", {target});
     ASSERT_TRUE(ptx.ok()) << ptx.status().message();
     std::string text((*ptx)[0].data.begin(), (*ptx)[0].data.end());
-    while (!text.empty() && text.back() == '\0') text.pop_back();
-    StatusOr<std::map<std::string, Usage>> usage = ptxasUsage(text, arch);
+    StatusOr<std::map<std::string, PtxasResources>> usage =
+        ptxasResources(INGOT_PTXAS, text, arch);
     ASSERT_TRUE(usage.ok()) << usage.status().message();
     for (const std::string &name : allKernelNames()) {
       auto it = usage->find(name);
       ASSERT_NE(it, usage->end()) << name << " not in the ptxas log for " << arch;
-      const Usage &u = it->second;
+      const PtxasResources &u = it->second;
       std::printf("[ %-7s ] %-40s %3d registers %4d B stack\n", arch.c_str(), name.c_str(), u.registers,
                   u.stackBytes);
       EXPECT_GT(u.registers, 0) << name;
-      EXPECT_EQ(u.spillBytes, 0) << name << " spills on " << arch;
+      EXPECT_EQ(u.spillStores + u.spillLoads, 0) << name << " spills on " << arch;
       EXPECT_EQ(u.stackBytes, 0) << name << " has a stack frame on " << arch;
     }
   }
