@@ -12,6 +12,25 @@
 #include "runtime/attention/region_examples.h"
 
 namespace ingot::testing {
+
+ModelConfig llamaModelConfig(const LlamaProgramOptions& o) {
+  ModelConfig config;
+  config.architecture = "llama";
+  config.name = "test-llama";
+  config.vocabSize = o.vocab;
+  config.hiddenSize = o.hidden;
+  config.intermediateSize = o.intermediate;
+  config.numLayers = o.layers;
+  config.numHeads = o.heads;
+  config.numKvHeads = o.kv_heads;
+  config.headDim = o.head_dim;
+  config.maxContext = o.max_context;
+  config.rmsNormEps = o.rms_eps;
+  config.rope.theta = o.rope_theta;
+  config.tieWordEmbeddings = o.tie_embeddings;
+  config.kvBlockSize = o.block_size;
+  return config;
+}
 namespace {
 
 using schema::BufferKind;
@@ -225,22 +244,7 @@ std::vector<int32_t> Builder::quantizedWeight(const std::string& name, int64_t n
 
 StatusOr<std::vector<uint8_t>> Builder::build() {
   const int64_t D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
-  ModelConfig config;
-  config.architecture = "llama";
-  config.name = "test-llama";
-  config.vocabSize = o_.vocab;
-  config.hiddenSize = D;
-  config.intermediateSize = o_.intermediate;
-  config.numLayers = o_.layers;
-  config.numHeads = o_.heads;
-  config.numKvHeads = o_.kv_heads;
-  config.headDim = o_.head_dim;
-  config.maxContext = o_.max_context;
-  config.rmsNormEps = o_.rms_eps;
-  config.rope.theta = o_.rope_theta;
-  config.tieWordEmbeddings = o_.tie_embeddings;
-  config.kvBlockSize = o_.block_size;
-  writer_.setModelConfig(config);
+  writer_.setModelConfig(llamaModelConfig(o_));
   if (o_.dummy_weights) writer_.setDummyWeights(o_.seed);
 
   program_.name = "step";

@@ -143,22 +143,7 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
   if (N > H || H % Hk != 0 || N > o_.intermediate)
     return invalidArgument("sharded test llama: cannot split " + std::to_string(H) + " heads / " +
                            std::to_string(Hk) + " kv heads over " + std::to_string(N) + " ranks");
-  ModelConfig config;
-  config.architecture = "llama";
-  config.name = "test-llama";
-  config.vocabSize = o_.vocab;
-  config.hiddenSize = D;
-  config.intermediateSize = o_.intermediate;
-  config.numLayers = o_.layers;
-  config.numHeads = o_.heads;
-  config.numKvHeads = o_.kv_heads;
-  config.headDim = o_.head_dim;
-  config.maxContext = o_.max_context;
-  config.rmsNormEps = o_.rms_eps;
-  config.rope.theta = o_.rope_theta;
-  config.tieWordEmbeddings = o_.tie_embeddings;
-  config.kvBlockSize = o_.block_size;
-  writer_.setModelConfig(config);
+  writer_.setModelConfig(llamaModelConfig(o_));
   writer_.setTensorParallel(static_cast<int32_t>(N));
 
   std::vector<Heads> heads;
