@@ -10,6 +10,7 @@
 #include "runtime/backend/cpu/quant_formats.h"
 #include "compiler/artifact/DraftProgram.h"
 #include "runtime/attention/region_examples.h"
+#include "runtime/backend/testing/llama_model_config.h"
 
 namespace ingot::testing {
 

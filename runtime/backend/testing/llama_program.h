@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactContents.h"
 #include "runtime/base/status.h"
 #include "schemas/artifact_generated.h"
 
@@ -75,9 +74,6 @@ struct LlamaProgramOptions {
 };
 
 /// Writes the artifact into memory (sharded when options.tp > 1).
-/// The model config the builders write for `options`.
-ModelConfig llamaModelConfig(const LlamaProgramOptions& options);
-
 StatusOr<std::vector<uint8_t>> buildLlamaArtifact(const LlamaProgramOptions& options);
 /// The tp > 1 case of buildLlamaArtifact (llama_program_tp.cc).
 StatusOr<std::vector<uint8_t>> buildShardedLlamaArtifact(const LlamaProgramOptions& options);

@@ -5,6 +5,7 @@
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "runtime/attention/region_examples.h"
+#include "runtime/backend/testing/llama_model_config.h"
 #include "runtime/backend/testing/llama_program.h"
 
 namespace ingot::testing {
