@@ -1,7 +1,8 @@
 //===- FusedOpsCompileTest.cpp - fused kernels compile for every target, no GPU needed ===//
 //
-// The fused elementwise kernels (rms_norm + residual, rope + KV write, silu_mul, embedding;
-// f32 and bf16) compile with NVRTC in one translation unit for every default target, each
+// The fused elementwise kernels (rms_norm + residual, rope + KV write, silu_mul, embedding,
+// add, add_bias, to_bf16, gather_rows; f32 and bf16) compile with NVRTC in one translation
+// unit for every default target, each
 // entry point is in every binary, and ptxas -v finds no register spills and no stack frame
 // on any default cubin target (sm_80, sm_89, sm_90a, sm_100f, sm_120f). Prints the
 // resources per kernel. About 3 s on 2 cores.
@@ -72,6 +73,18 @@ TEST(FusedOpsCompile, SourceHoldsOnlyTheRequestedEntryPoints) {
   EXPECT_NE(src.find(fusedKernelName(FusedOp::kSiluMul, AttentionDtype::kBF16)), std::string::npos);
   EXPECT_EQ(src.find(fusedKernelName(FusedOp::kSiluMul, AttentionDtype::kF32)), std::string::npos);
   EXPECT_EQ(src.find(fusedKernelName(FusedOp::kEmbedding, AttentionDtype::kBF16)), std::string::npos);
+}
+
+TEST(FusedOpsCompile, PerTypeUnitHoldsEveryEntryPointOfItsTypeOnly) {
+  // The compile driver builds one unit per activation type (compiler/driver/FusedKernels).
+  for (AttentionDtype t : {AttentionDtype::kF32, AttentionDtype::kBF16}) {
+    const AttentionDtype other = t == AttentionDtype::kF32 ? AttentionDtype::kBF16 : AttentionDtype::kF32;
+    const std::string src = fusedOpsSource({}, {t});
+    for (FusedOp op : allFusedOps()) {
+      EXPECT_NE(src.find(fusedKernelName(op, t) + "("), std::string::npos) << fusedKernelName(op, t);
+      EXPECT_EQ(src.find(fusedKernelName(op, other) + "("), std::string::npos) << fusedKernelName(op, other);
+    }
+  }
 }
 
 } // namespace

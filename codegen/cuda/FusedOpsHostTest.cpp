@@ -5,7 +5,9 @@
 // sum over warps), against runtime/backend/cpu/cpu_ops and kvWriteRows on fresh random
 // inputs. Tolerances: rms_norm within 4 ulp (f32 sum here, double sum there), rope and
 // silu_mul within 1 ulp (same f32 formulas; only contraction may differ), embedding and
-// the KV write exact.
+// the KV write exact. The new elementwise ops: bf16 rounding bit-exact against a reference
+// worked out in double, add and add_bias exact, the grid-stride launch grid covering every
+// element once.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -177,6 +179,122 @@ TEST(FusedOpsHostTest, EmbeddingRowsMatchCpuOpsAndFlagBadTokens) {
     for (int d = 0; d < dim; ++d) out[t * dim + d] = row < 0 ? 0.0f : table[row * dim + d];
   }
   ASSERT_EQ(out, expected);
+}
+
+/// Reference rounding of f32 `x` to bf16, ties to even, worked out on values in double
+/// (not on bits): the two bf16 neighbours of x and the nearer one; past the largest bf16
+/// the upper neighbour is 2^128, which is infinity (IEEE rounding with an unbounded
+/// exponent, then overflow). NaN -> the canonical 0x7fff.
+uint16_t referenceBf16(float x) {
+  if (std::isnan(x)) return 0x7fff;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint32_t sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return static_cast<uint16_t>(bits >> 16);  // infinity
+  const uint32_t below = magnitude & 0xffff0000u, above = below + 0x10000u;
+  auto valueOf = [](uint32_t m) {
+    if (m == 0x7f800000u) return std::ldexp(1.0, 128);
+    float f;
+    std::memcpy(&f, &m, 4);
+    return static_cast<double>(f);
+  };
+  const double v = std::fabs(static_cast<double>(x));
+  const double toBelow = v - valueOf(below), toAbove = valueOf(above) - v;
+  uint32_t chosen = toBelow < toAbove ? below : toAbove < toBelow ? above
+                    : ((below >> 16) & 1u) == 0 ? below : above;
+  return static_cast<uint16_t>((sign | chosen) >> 16);
+}
+
+uint32_t floatBits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+TEST(FusedOpsHostTest, Bf16RoundingIsNearestEven) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<float> values;
+  // Random bit patterns cover every exponent: subnormals, huge values, infinities, NaNs.
+  std::uniform_int_distribution<uint32_t> anyBits;
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t b = anyBits(rng);
+    float f;
+    std::memcpy(&f, &b, 4);
+    values.push_back(f);
+  }
+  // Exact ties (lower 16 bits 0x8000) with even and odd kept bits, the neighbours of a tie,
+  // and the overflow edge around the largest bf16 (0x7f7f0000).
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t kept = anyBits(rng) & 0xffff0000u;
+    for (uint32_t low : {0x8000u, 0x7fffu, 0x8001u, 0x0000u, 0xffffu}) {
+      const uint32_t b = kept | low;
+      float f;
+      std::memcpy(&f, &b, 4);
+      values.push_back(f);
+    }
+  }
+  for (uint32_t b : {0x7f7f7fffu, 0x7f7f8000u, 0x7f7fffffu, 0xff7f8000u, 0x00000001u,
+                     0x80008000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffffffffu}) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    values.push_back(f);
+  }
+  size_t ties = 0;
+  for (float x : values) {
+    const uint16_t got = fused::bf16BitsNearestEven(floatBits(x));
+    ASSERT_EQ(got, referenceBf16(x)) << std::hex << "f32 bits 0x" << floatBits(x);
+    ties += (floatBits(x) & 0xffffu) == 0x8000u;
+  }
+  EXPECT_GT(ties, 10000u);
+  // The overflow edge, spelled out: halfway past the largest bf16 rounds to infinity.
+  EXPECT_EQ(fused::bf16BitsNearestEven(0x7f7f8000u), 0x7f80);
+  EXPECT_EQ(fused::bf16BitsNearestEven(0x7f7f7fffu), 0x7f7f);
+  EXPECT_EQ(fused::bf16BitsNearestEven(0xffc00001u), 0x7fff);
+}
+
+TEST(FusedOpsHostTest, AddAndAddBiasMatchPlainSums) {
+  std::mt19937 rng(std::random_device{}());
+  // add: the kernel's f32 sum against the CPU op; stored in bf16 it is the rounded sum.
+  const int n = 4099;
+  std::vector<float> a = randomVector(rng, n, 3.0f), b = randomVector(rng, n, 3.0f);
+  std::vector<float> expected(n, NAN);
+  addRange(a.data(), b.data(), expected.data(), 0, n);
+  for (int i = 0; i < n; ++i) {
+    const float sum = a[i] + b[i];
+    ASSERT_EQ(floatBits(sum), floatBits(expected[i])) << "add element " << i;
+    ASSERT_EQ(fused::bf16BitsNearestEven(floatBits(sum)), referenceBf16(expected[i]))
+        << "bf16 add element " << i;
+  }
+  // add_bias: the kernel's column of each flat index against a row/column double loop.
+  for (int width : {1, 7, 576, 1536}) {
+    const long rows = std::uniform_int_distribution<int>(1, 9)(rng);
+    std::vector<float> x = randomVector(rng, rows * width), bias = randomVector(rng, width);
+    std::vector<float> got(x.size(), NAN), want(x.size(), NAN);
+    for (long i = 0; i < rows * width; ++i) got[i] = x[i] + bias[fused::columnOf(i, width)];
+    for (long r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c) want[r * width + c] = x[r * width + c] + bias[c];
+    ASSERT_EQ(got, want) << "add_bias, width " << width;
+  }
+}
+
+TEST(FusedOpsHostTest, GridSizeCoversEveryElementOnce) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<long> counts = {1, 255, 256, 257, 65535L * 256, 65535L * 4 * 256 + 1};
+  for (int i = 0; i < 4; ++i) counts.push_back(std::uniform_int_distribution<long>(1, 1 << 22)(rng));
+  for (long count : counts) {
+    const long grid = fused::fusedGridSize(count);
+    const long want = std::min((count + 255) / 256, fused::kFusedMaxGrid);
+    ASSERT_EQ(grid, want) << "count " << count;
+    if (count > (1L << 22)) continue;  // the loop below is for the small ones
+    std::vector<uint8_t> hits(count, 0);
+    const long stride = grid * fused::kFusedThreads;
+    for (long start = 0; start < stride; ++start)  // (blockIdx.x, threadIdx.x) flattened
+      for (long i = start; i < count; i += stride) ++hits[i];
+    ASSERT_TRUE(std::all_of(hits.begin(), hits.end(), [](uint8_t h) { return h == 1; }))
+        << "count " << count;
+  }
+  EXPECT_EQ(fused::fusedGridSize(0), 1u);
+  EXPECT_EQ(fused::fusedGridSize(1L << 40), static_cast<unsigned>(fused::kFusedMaxGrid));
 }
 
 }  // namespace

@@ -12,6 +12,10 @@ const char *opName(FusedOp op) {
   case FusedOp::kRopeKvWrite: return "rope_kv_write";
   case FusedOp::kSiluMul: return "silu_mul";
   case FusedOp::kEmbedding: return "embedding";
+  case FusedOp::kAdd: return "add";
+  case FusedOp::kAddBias: return "add_bias";
+  case FusedOp::kToBf16: return "to_bf16";
+  case FusedOp::kGatherRows: return "gather_rows";
   }
   return "unknown";
 }
@@ -36,6 +40,19 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
   case FusedOp::kEmbedding:
     return bounds + "(ingot::fused::EmbeddingParams p) {\n  ingot::fused::embeddingGather<" +
            t + ">(p);\n}\n";
+  case FusedOp::kAdd:
+    return bounds + "(const " + t + " *a, const " + t + " *b, " + t +
+           " *out, long count) {\n  ingot::fused::addElements<" + t + ">(a, b, out, count);\n}\n";
+  case FusedOp::kAddBias:
+    return bounds + "(" + t + " *x, const float *bias, long rows, int width) {\n"
+           "  ingot::fused::addBiasRows<" + t + ">(x, bias, rows, width);\n}\n";
+  case FusedOp::kToBf16:
+    return bounds + "(const " + t + " *in, __nv_bfloat16 *out, long count) {\n"
+           "  ingot::fused::convertToBf16<" + t + ">(in, out, count);\n}\n";
+  case FusedOp::kGatherRows:
+    return bounds + "(const " + t + " *in, const int *rows, " + t +
+           " *out, int num_rows, int width) {\n  ingot::fused::gatherRows<" + t +
+           ">(in, rows, out, num_rows, width);\n}\n";
   }
   return "";
 }
@@ -43,8 +60,10 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
 } // namespace
 
 const std::vector<FusedOp> &allFusedOps() {
-  static const std::vector<FusedOp> ops = {FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite,
-                                           FusedOp::kSiluMul, FusedOp::kEmbedding};
+  static const std::vector<FusedOp> ops = {
+      FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite, FusedOp::kSiluMul,
+      FusedOp::kEmbedding,       FusedOp::kAdd,         FusedOp::kAddBias,
+      FusedOp::kToBf16,          FusedOp::kGatherRows};
   return ops;
 }
 

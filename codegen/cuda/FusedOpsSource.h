@@ -14,12 +14,33 @@
 
 namespace ingot::codegen {
 
-/// The fused ops. Launch shapes (fused::kFusedThreads threads per CTA):
+/// The fused ops. Launch shapes (fused::kFusedThreads = 256 threads per CTA, no dynamic
+/// shared memory); T is the activation type of the entry point's suffix (float for _f32,
+/// __nv_bfloat16 for _bf16), `long` is 64-bit:
 ///   kRmsNormResidual: grid num_rows; args (x, residual or null, gamma, out, dim, eps)
 ///   kRopeKvWrite:     grid num_tokens; args (fused::RopeKvParams)
 ///   kSiluMul:         any grid; args (gate, up, out, count as long)
 ///   kEmbedding:       grid num_tokens; args (fused::EmbeddingParams)
-enum class FusedOp { kRmsNormResidual, kRopeKvWrite, kSiluMul, kEmbedding };
+///   kAdd:             grid fusedGridSize(count); args (const T *a, const T *b, T *out,
+///                     long count): out = a + b, out may alias a or b
+///   kAddBias:         grid fusedGridSize(rows * width); args (T *x, const float *bias,
+///                     long rows, int width): x[r, c] += bias[c] in place
+///   kToBf16:          grid fusedGridSize(count); args (const T *in, __nv_bfloat16 *out,
+///                     long count): round to nearest even (a copy for bf16)
+///   kGatherRows:      grid num_rows; args (const T *in, const int *rows, T *out,
+///                     int num_rows, int width): out row i = in row rows[i]
+/// fusedGridSize (kernels/fused_ops.cuh) = min(ceil(count / 256), 65535 * 4), at least 1;
+/// any other grid is correct too (grid-stride loops), just not the tuned choice.
+enum class FusedOp {
+  kRmsNormResidual,
+  kRopeKvWrite,
+  kSiluMul,
+  kEmbedding,
+  kAdd,
+  kAddBias,
+  kToBf16,
+  kGatherRows,
+};
 
 /// Every op, in declaration order.
 const std::vector<FusedOp> &allFusedOps();

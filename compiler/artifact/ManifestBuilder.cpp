@@ -1,6 +1,9 @@
 //===- ManifestBuilder.cpp - ArtifactContents -> FlatBuffer manifest ------===//
 #include "compiler/artifact/ManifestBuilder.h"
 
+#include <string_view>
+#include <unordered_map>
+
 namespace ingot {
 namespace {
 
@@ -68,11 +71,24 @@ Offset<schema::TensorDef> buildTensor(FlatBufferBuilder &fbb, const TensorSpec &
                                        p.offset, p.size, p.xxh64, t.tpRank);
 }
 
-Offset<schema::KernelDef> buildKernel(FlatBufferBuilder &fbb, const Kernel &k) {
+/// Kernel binary data already in the buffer, by content. Kernels compiled from one
+/// translation unit (the fused kernels of an element type) carry the same bytes: they are
+/// stored once and every KernelBinaryDef holding them points at that one vector. Readers
+/// see a full binary per kernel, as before; the file grows by one module, not one per kernel.
+using StoredBinaries = std::unordered_map<std::string_view, Offset<fb::Vector<uint8_t>>>;
+
+Offset<schema::KernelDef> buildKernel(FlatBufferBuilder &fbb, const Kernel &k,
+                                      StoredBinaries &stored) {
   std::vector<Offset<schema::KernelBinaryDef>> binaries;
-  for (const KernelBinary &bin : k.binaries)
-    binaries.push_back(schema::CreateKernelBinaryDefDirect(fbb, bin.target.c_str(),
-                                                           bin.format, &bin.data));
+  for (const KernelBinary &bin : k.binaries) {
+    const std::string_view bytes(reinterpret_cast<const char *>(bin.data.data()),
+                                 bin.data.size());
+    auto it = stored.find(bytes);
+    if (it == stored.end())
+      it = stored.emplace(bytes, fbb.CreateVector(bin.data)).first;
+    binaries.push_back(schema::CreateKernelBinaryDef(fbb, fbb.CreateString(bin.target),
+                                                     bin.format, it->second));
+  }
   return schema::CreateKernelDefDirect(fbb, k.name.c_str(), &k.blockDim,
                                        k.sharedMemBytes, &binaries);
 }
@@ -124,8 +140,9 @@ std::vector<uint8_t> buildManifest(const ArtifactContents &contents,
     tensors.push_back(buildTensor(fbb, contents.tensors[i], placements[i]));
 
   std::vector<Offset<schema::KernelDef>> kernels;
+  StoredBinaries storedBinaries;
   for (const Kernel &k : contents.kernels)
-    kernels.push_back(buildKernel(fbb, k));
+    kernels.push_back(buildKernel(fbb, k, storedBinaries));
   std::vector<Offset<schema::ProgramDef>> programs;
   for (const Program &p : contents.programs)
     programs.push_back(buildProgram(fbb, p));

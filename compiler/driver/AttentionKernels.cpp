@@ -2,20 +2,15 @@
 #include "compiler/driver/AttentionKernels.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "codegen/cuda/AttentionKernelPlan.h"
-#ifdef INGOT_HAVE_NVRTC
-#include "codegen/cuda/CachedNvrtc.h"
-#endif
+#include "compiler/driver/CudaCompileJobs.h"
 
 namespace ingot::compiler {
 namespace {
@@ -212,58 +207,18 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
   if (pending.empty())
     return okStatus();
 
-#ifndef INGOT_HAVE_NVRTC
-  (void)start;
-  return invalidArgument("this ingot was built without NVRTC: it cannot compile CUDA kernels");
-#else
   // 2. Compile every (kernel, target), through the cache, on all cores.
-  codegen::KernelCache cache(options.cacheDir);
+  std::vector<CudaUnitSource> sources;
+  for (const PendingKernel &k : pending)
+    sources.push_back({&k.unit.name, &k.unit.source});
+  StatusOr<std::vector<CompiledCudaUnit>> compiled = compileCudaUnits(sources, options, rep);
+  if (!compiled.ok())
+    return compiled.status();
   const size_t numTargets = options.targets.size();
-  for (PendingKernel &k : pending)
-    k.binaries.resize(numTargets);
-  const size_t jobs = pending.size() * numTargets;
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  Status firstError;
-  std::string storeError;
-  auto work = [&] {
-    for (size_t j = next++; j < jobs; j = next++) {
-      PendingKernel &k = pending[j / numTargets];
-      const std::string &target = options.targets[j % numTargets];
-      codegen::CachedCompileStats stats;
-      StatusOr<std::vector<codegen::CudaBinary>> compiled =
-          codegen::compileCudaCached(k.unit.source, k.unit.name + ".cu", {target}, {}, cache, &stats);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!compiled.ok()) {
-        if (firstError.ok())
-          firstError = invalidArgument("CUDA kernel " + k.unit.name + " for " + target + ": " +
-                                       compiled.status().message());
-        next = jobs;
-        return;
-      }
-      KernelBinary &binary = k.binaries[j % numTargets];
-      binary.target = target;
-      binary.format = compiled->front().isPtx ? schema::BinaryFormat::Ptx
-                                              : schema::BinaryFormat::Cubin;
-      binary.data = std::move(compiled->front().data);
-      k.fromCache += stats.fromCache;
-      rep.compiles += stats.compiled;
-      if (storeError.empty())
-        storeError = stats.storeError;
-    }
-  };
-  const size_t workers = std::max<size_t>(1, std::min<size_t>(jobs, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w)
-    threads.emplace_back(work);
-  work();
-  for (std::thread &t : threads)
-    t.join();
-  if (!firstError.ok())
-    return firstError;
-  if (!storeError.empty())
-    warn("kernel cache not written (" + storeError + "); set INGOT_KERNEL_CACHE to a writable "
-         "folder to avoid recompiling");
+  for (size_t i = 0; i < pending.size(); ++i) {
+    pending[i].binaries = std::move((*compiled)[i].binaries);
+    pending[i].fromCache = static_cast<int>((*compiled)[i].fromCache);
+  }
 
   // 3. Kernels into the manifest, steps and variants linked.
   std::map<std::string, int32_t> kernelIndex;
@@ -284,7 +239,6 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     writer.setDeviceFunction(static_cast<size_t>(v), contents.attentionVariants[v].name);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();
-#endif
 }
 
 } // namespace ingot::compiler

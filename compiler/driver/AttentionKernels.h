@@ -32,12 +32,13 @@ struct CudaKernelOptions {
   std::string cacheDir;
 };
 
-/// What the stage did, for the compile summary.
+/// What the kernel stages (attention, then fused) did, for the compile summary.
 struct CudaKernelReport {
   /// Kernels added, and those whose every binary came from the cache.
   size_t kernels = 0;
   size_t kernelsFromCache = 0;
-  /// NVRTC compiles run (one per kernel and target missing from the cache).
+  /// NVRTC compiles run (one per translation unit and target missing from the cache; an
+  /// attention kernel is one unit, the fused kernels of an element type share one).
   size_t compiles = 0;
   double seconds = 0.0;
   /// Attention shapes without kernels (their steps stay CPU-only) and cache trouble, each

@@ -14,12 +14,14 @@
 #include "compiler/artifact/DraftProgram.h"
 #include "codegen/cuda/KernelCache.h"
 #include "compiler/driver/AttentionKernels.h"
+#include "compiler/driver/FusedKernels.h"
 #include "compiler/driver/Calibration.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
 #include "compiler/import/HfImporter.h"
 #include "compiler/import/LlamaModuleBuilder.h"
+#include "compiler/import/hf/HfConfigModel.h"
 #include "compiler/quant/WeightEncoders.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -70,9 +72,12 @@ private:
   std::ostream &err;
 };
 
-enum class InputKind { Missing, Gguf, Directory, Mlir };
+/// ConfigOnly: a Hugging Face config.json (a file, or a directory without weights).
+enum class InputKind { Missing, Gguf, Directory, ConfigOnly, Mlir };
 
 InputKind classifyInput(const std::string &path) {
+  if (importer::hf::isConfigOnlyInput(path))
+    return InputKind::ConfigOnly;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     // A directory opens as a stream on Linux but reads nothing; check for config.json.
@@ -226,6 +231,13 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     return 2;
   }
   InputKind kind = classifyInput(options.input);
+  const bool isCheckpoint =
+      kind == InputKind::Gguf || kind == InputKind::Directory || kind == InputKind::ConfigOnly;
+  if (kind == InputKind::ConfigOnly && !options.calib.empty()) {
+    err << "ingot compile: error: --calib needs a checkpoint's weights; '" << options.input
+        << "' is a model config alone\n";
+    return 2;
+  }
   if (!options.calib.empty() && kind != InputKind::Gguf && kind != InputKind::Directory &&
       kind != InputKind::Missing) {
     err << "ingot compile: error: --calib needs a checkpoint (GGUF or Hugging Face directory), "
@@ -233,7 +245,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
         << options.input << "'\n";
     return 2;
   }
-  if (options.kvDtype != "f32" && kind != InputKind::Gguf && kind != InputKind::Directory) {
+  if (options.kvDtype != "f32" && !isCheckpoint) {
     err << "ingot compile: error: --kv-dtype applies to checkpoints; an ingot module "
            "declares its KV cache type itself\n";
     return 2;
@@ -258,19 +270,35 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   int64_t quantGroupSize = options.quantGroupSize.value_or(quant::kGgmlQ4BlockSize);
   const char *sourceLabel = nullptr; // what exactly-copied weights come from
 
-  if (kind == InputKind::Gguf || kind == InputKind::Directory) {
-    StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype);
+  if (isCheckpoint) {
+    StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype.value_or("bf16"));
     if (!dtype.ok()) {
       err << "ingot compile: error: " << dtype.status().message() << "\n";
       return 2;
     }
+    // A config alone takes its torch_dtype unless --dtype is given.
+    std::optional<schema::DType> configDtype;
+    if (options.dtype)
+      configDtype = *dtype;
     StatusOr<importer::ImportedModel> imported =
-        kind == InputKind::Gguf
-            ? importer::importGguf(options.input, importer::GgufImportOptions{*dtype})
+        kind == InputKind::Gguf ? importer::importGguf(options.input,
+                                                       importer::GgufImportOptions{*dtype})
+        : kind == InputKind::ConfigOnly
+            ? importer::hf::importConfigOnly(options.input,
+                                             importer::hf::ConfigModelOptions{configDtype})
             : importer::importHuggingFace(options.input, importer::HfImportOptions{*dtype});
     if (!imported.ok()) {
       err << "ingot compile: error: " << imported.status().message() << "\n";
       return 1;
+    }
+    // Checked after the import, so a bad config is reported as such.
+    if (kind == InputKind::ConfigOnly && !options.output.empty() && !options.dummyWeights &&
+        !options.randomWeights) {
+      err << "ingot compile: error: '" << options.input
+          << "' is a model config without (safetensors) weights; pass --dummy-weights (the "
+             "runtime fills seeded random weights) or --random-weights (written into the "
+             "artifact)\n";
+      return 2;
     }
     checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
     if (options.kvDtype == "fp8") {
@@ -366,6 +394,8 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   }
   if (options.dummyWeights)
     lowering.weights = WeightSource::Dummy;
+  else if (kind == InputKind::ConfigOnly && options.randomWeights)
+    lowering.weights = WeightSource::Random;
 
   PipelineOptions pipeline;
   pipeline.quant = options.quant;
@@ -413,10 +443,12 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     writer.addProgram(std::move(*draft));
   }
   CudaKernelReport kernels;
-  if (Status s = addAttentionKernels(writer, {*cudaTargets, codegen::KernelCache::defaultDirectory()},
-                                     &kernels);
-      !s.ok()) {
-    err << "ingot compile: error: " << s.message() << "\n";
+  const CudaKernelOptions kernelOptions{*cudaTargets, codegen::KernelCache::defaultDirectory()};
+  Status kernelStatus = addAttentionKernels(writer, kernelOptions, &kernels);
+  if (kernelStatus.ok())
+    kernelStatus = addFusedKernels(writer, kernelOptions, &kernels);
+  if (!kernelStatus.ok()) {
+    err << "ingot compile: error: " << kernelStatus.message() << "\n";
     return 1;
   }
   for (const std::string &w : kernels.warnings)
@@ -466,6 +498,9 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     out << "\n";
   }
   out << kernelSummary(kernels, *cudaTargets) << "\n";
+  if (kind == InputKind::ConfigOnly && !checkpoint->hasTokenizer)
+    out << "no tokenizer (none beside the config): ingot bench runs the artifact, ingot run "
+           "and serve need one\n";
   return 0;
 }
 

@@ -19,7 +19,9 @@ inline constexpr int64_t kDefaultCalibTokens = 4096;
 
 /// What `ingot compile` was asked to do.
 struct CompileOptions {
-  /// Input: a GGUF checkpoint, or an `ingot` dialect module (.mlir).
+  /// Input: a GGUF checkpoint, a Hugging Face checkpoint directory, a Hugging Face config
+  /// alone (a config.json, or a directory without weights; needs --dummy-weights or
+  /// --random-weights), or an `ingot` dialect module (.mlir).
   std::string input;
   /// Output artifact path (.ingot).
   std::string output;
@@ -27,11 +29,13 @@ struct CompileOptions {
   bool emitMlir = false;
   /// Write an artifact without a weight blob; the runtime fills weights from the seed.
   bool dummyWeights = false;
-  /// Fill the blob with seeded pseudo-random weights (for models given as .mlir only).
+  /// Fill the blob with seeded pseudo-random weights (for models given as .mlir or as a
+  /// config alone).
   bool randomWeights = false;
   uint64_t seed = 0;
-  /// Weight dtype for checkpoints: "f32", "bf16" or "f16".
-  std::string dtype = "bf16";
+  /// Weight dtype for checkpoints: "f32", "bf16" or "f16". Unset: bf16, except that a
+  /// config-only input takes its torch_dtype (bf16 when it has none).
+  std::optional<std::string> dtype;
   /// KV cache element type for checkpoints: "f32" or "fp8" (E4M3 with per-block scales;
   /// the runtime's --kv-dtype overrides it).
   std::string kvDtype = "f32";

@@ -265,6 +265,31 @@ private:
     step.walk([&](mlir::ingot::EmbeddingOp op) {
       config.computeDtype = toDType(op.getResult().getType().getElementType());
     });
+    // The manifest's RoPE summary is the rope ops' own scaling (every layer has the same);
+    // the runtime reads each step's parameters, this is what `ingot inspect` shows.
+    step.walk([&](mlir::ingot::RopeOp op) {
+      mlir::ingot::RopeScalingAttr scaling = op.getScalingAttr();
+      if (!scaling)
+        return mlir::WalkResult::interrupt();
+      switch (scaling.getKind()) {
+      case mlir::ingot::RopeScalingKind::None:
+        return mlir::WalkResult::interrupt();
+      case mlir::ingot::RopeScalingKind::Linear:
+        config.rope.scaling = schema::RopeScalingKind::Linear;
+        break;
+      case mlir::ingot::RopeScalingKind::Llama3:
+        config.rope.scaling = schema::RopeScalingKind::Llama3;
+        break;
+      case mlir::ingot::RopeScalingKind::Yarn:
+        config.rope.scaling = schema::RopeScalingKind::Yarn;
+        break;
+      }
+      config.rope.factor = scaling.getFactor().convertToDouble();
+      config.rope.lowFreqFactor = scaling.getLowFreqFactor().convertToDouble();
+      config.rope.highFreqFactor = scaling.getHighFreqFactor().convertToDouble();
+      config.rope.originalMaxPosition = scaling.getOriginalMaxPosition();
+      return mlir::WalkResult::interrupt();
+    });
     writer.setModelConfig(std::move(config));
     return success();
   }

@@ -1,6 +1,7 @@
 //===- LlamaTensorShapes.cpp - expected shapes of Llama-family tensors ----===//
 #include "compiler/import/LlamaTensorShapes.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ingot::importer {
@@ -30,6 +31,36 @@ std::vector<int64_t> expectedLlamaShape(const std::string &name, const ModelConf
   if (ends("down_proj.weight"))
     return {c.hiddenSize, c.intermediateSize};
   return {};
+}
+
+const std::vector<std::string> &llamaLayerTensorNames(bool attentionBias) {
+  static const std::vector<std::string> plain = {
+      "input_layernorm.weight",          "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+      "self_attn.v_proj.weight",         "self_attn.o_proj.weight",
+      "post_attention_layernorm.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+      "mlp.down_proj.weight"};
+  static const std::vector<std::string> biased = [] {
+    std::vector<std::string> names = plain;
+    // Each bias right after its weight, as Qwen2 checkpoints list them.
+    for (const char *proj : {"q_proj", "k_proj", "v_proj"}) {
+      std::string weight = std::string("self_attn.") + proj + ".weight";
+      auto at = std::find(names.begin(), names.end(), weight);
+      names.insert(at + 1, std::string("self_attn.") + proj + ".bias");
+    }
+    return names;
+  }();
+  return attentionBias ? biased : plain;
+}
+
+std::vector<std::string> llamaTensorNames(const ModelConfig &config, bool attentionBias) {
+  std::vector<std::string> names = {"model.embed_tokens.weight"};
+  for (int32_t layer = 0; layer < config.numLayers; ++layer)
+    for (const std::string &tensor : llamaLayerTensorNames(attentionBias))
+      names.push_back("model.layers." + std::to_string(layer) + "." + tensor);
+  names.push_back("model.norm.weight");
+  if (!config.tieWordEmbeddings)
+    names.push_back("lm_head.weight");
+  return names;
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {

@@ -18,6 +18,15 @@ namespace ingot::importer {
 /// vector for a name this table does not know.
 std::vector<int64_t> expectedLlamaShape(const std::string &name, const ModelConfig &config);
 
+/// The tensor names that follow "model.layers.N." in every decoder layer of a Hugging Face
+/// Llama-family checkpoint, in graph order; with `attentionBias` (Qwen2) the q/k/v biases too.
+const std::vector<std::string> &llamaLayerTensorNames(bool attentionBias);
+
+/// Every tensor a Hugging Face checkpoint of `config` holds, in graph order (embedding,
+/// layers, final norm, then lm_head unless the embedding is tied): what a config-only import
+/// declares, each with the shape expectedLlamaShape() gives it.
+std::vector<std::string> llamaTensorNames(const ModelConfig &config, bool attentionBias);
+
 /// "[576,1536]".
 std::string shapeText(const std::vector<int64_t> &shape);
 

@@ -97,9 +97,13 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string weight_dtype = "bf16";
   CLI::App* compile = app.add_subcommand("compile", "Compile a model into a .ingot artifact");
-  compile->add_option("input", compile_input, "A GGUF checkpoint or an ingot module (.mlir)")
+  compile->add_option("input", compile_input,
+                      "A GGUF checkpoint, a Hugging Face directory, a Hugging Face config.json "
+                      "alone (with --dummy-weights) or an ingot module (.mlir)")
       ->required();
-  compile->add_option("--dtype", weight_dtype, "Weight dtype for checkpoints: f32, bf16, f16")
+  compile->add_option("--dtype", weight_dtype,
+                      "Weight dtype for checkpoints: f32, bf16 (default), f16; a config alone "
+                      "defaults to its torch_dtype")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   std::string compile_kv_dtype = "f32";
   compile->add_option("--kv-dtype", compile_kv_dtype,
@@ -339,7 +343,7 @@ int main(int argc, char** argv) {
     options.dummyWeights = dummy_weights;
     options.randomWeights = random_weights;
     options.seed = seed;
-    options.dtype = weight_dtype;
+    if (compile->count("--dtype")) options.dtype = weight_dtype;
     options.kvDtype = compile_kv_dtype;
     options.quant = quant;
     // Given at all (even at its default), a value is honoured; unset leaves the choice to

@@ -66,7 +66,10 @@ bool parseCount(std::string_view s, size_t* out) {
 }  // namespace
 
 StatusOr<TokenizerData> tokenizerDataFromManifest(const schema::TokenizerDef* def) {
-  if (def == nullptr) return notFound("tokenizer: the manifest has no tokenizer");
+  if (def == nullptr)
+    return notFound(
+        "the artifact has no tokenizer (compiled from a model config or an IR module alone); "
+        "use ingot bench, which runs it on random token prompts");
   TokenizerData data;
   switch (def->kind()) {
     case schema::TokenizerKind::ByteLevelBpe: data.kind = TokenizerKind::kByteLevelBpe; break;

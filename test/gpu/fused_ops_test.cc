@@ -1,11 +1,14 @@
 // The fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh) on a GPU against the CPU
 // backend's ops: rms_norm with the residual add, rope in place plus the paged KV write (a
-// padding token included), silu_mul and the embedding gather with invalid token ids; f32
-// and bf16, through the cubin and the compute_80 PTX JIT, on fresh random inputs with
+// padding token included), silu_mul, the embedding gather with invalid token ids, add (also
+// in place), add_bias, the to_bf16 cast (ties, NaN, overflow) and the logits-row gather;
+// f32 and bf16, through the cubin and the compute_80 PTX JIT, on fresh random inputs with
 // poisoned outputs. Label `gpu`: skips, saying why, without a driver or a device.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -282,6 +285,92 @@ TEST_P(FusedOpsGpuTest, EmbeddingGatherFlagsInvalidTokens) {
       EXPECT_TRUE(bad < 0 || bad >= vocab) << "error word names token " << bad;
     }
   }
+}
+
+TEST_P(FusedOpsGpuTest, AddInPlaceAndOutOfPlace) {
+  const long n = 5 * 1536 + 3;
+  std::vector<float> a = randomValues(rng, n, bf16, 2.0f), b = randomValues(rng, n, bf16, 2.0f);
+  std::vector<float> want(n, NAN);
+  addRange(a.data(), b.data(), want.data(), 0, n);
+  for (float &f : want) f = round(f);
+  CUdeviceptr da = uploadValues(a), db = uploadValues(b), dout = poisoned(n);
+  long count = n;
+  void *args[] = {&da, &db, &dout, &count};
+  launch(FusedOp::kAdd, 5, args);  // a grid smaller than the range: grid-stride loop
+  ASSERT_EQ(download(dout, n), want) << "add";
+  void *inPlace[] = {&da, &db, &da, &count};  // out aliases a: the residual add
+  launch(FusedOp::kAdd, fused::fusedGridSize(count), inPlace);
+  ASSERT_EQ(download(da, n), want) << "add in place";
+}
+
+TEST_P(FusedOpsGpuTest, AddBiasToEveryRow) {
+  for (int width : {576, 1000, 3}) {
+    const long rows = 7;
+    std::vector<float> x = randomValues(rng, rows * width, bf16), bias(width);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float &f : bias) f = normal(rng);  // f32, not rounded to the element type
+    std::vector<float> want(x.size());
+    for (long r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c) want[r * width + c] = round(x[r * width + c] + bias[c]);
+    CUdeviceptr dx = uploadValues(x), dbias = upload(bias.data(), width * 4);
+    long r = rows;
+    int w = width;
+    void *args[] = {&dx, &dbias, &r, &w};
+    launch(FusedOp::kAddBias, width == 3 ? 1 : fused::fusedGridSize(rows * width), args);
+    ASSERT_EQ(download(dx, rows * width), want) << "add_bias, width " << width;
+  }
+}
+
+TEST_P(FusedOpsGpuTest, ToBf16RoundsToNearestEven) {
+  const long n = 70000;
+  std::vector<float> in = randomValues(rng, n, bf16, 100.0f);
+  if (!bf16) {
+    // Exact ties, both parities, and values that are not numbers or too large for bf16.
+    std::uniform_int_distribution<uint32_t> anyBits;
+    for (long i = 0; i < 4096; ++i) {
+      const uint32_t b = (anyBits(rng) & 0xbfff0000u) | 0x8000u;
+      std::memcpy(&in[i], &b, 4);
+    }
+    const uint32_t special[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                0x7f7f8000u, 0x7f7f7fffu, 0x00000001u, 0x80008000u};
+    for (size_t i = 0; i < std::size(special); ++i) std::memcpy(&in[4096 + i], &special[i], 4);
+  }
+  std::vector<uint16_t> want(n);
+  for (long i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &in[i], 4);
+    want[i] = std::isnan(in[i]) ? 0x7fff : static_cast<uint16_t>(
+        (static_cast<uint64_t>(b) + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  }
+  CUdeviceptr din = uploadValues(in);
+  std::vector<uint8_t> ones(n * 2, 0xff);
+  CUdeviceptr dout = upload(ones.data(), ones.size());
+  long count = n;
+  void *args[] = {&din, &dout, &count};
+  launch(FusedOp::kToBf16, fused::fusedGridSize(count), args);
+  ASSERT_TRUE(cu->check("cuCtxSynchronize", cu->ctxSynchronize()).ok());
+  std::vector<uint16_t> got(n, 0);
+  ASSERT_TRUE(cu->check("cuMemcpyDtoH", cu->memcpyDtoH(got.data(), dout, n * 2)).ok());
+  for (long i = 0; i < n; ++i)
+    ASSERT_EQ(got[i], want[i]) << "element " << i << " = " << in[i];
+}
+
+TEST_P(FusedOpsGpuTest, GatherRowsCopiesTheRequestedRows) {
+  const int inRows = 37, width = 1000, numRows = 9;
+  std::vector<float> in = randomValues(rng, inRows * width, bf16);
+  std::vector<int32_t> rows(numRows);
+  for (int32_t &r : rows) r = std::uniform_int_distribution<int>(0, inRows - 1)(rng);
+  rows[1] = rows[0];  // a row asked for twice
+  rows[2] = inRows - 1;
+  std::vector<float> want(numRows * width);
+  for (int i = 0; i < numRows; ++i)
+    std::copy_n(&in[static_cast<size_t>(rows[i]) * width], width, &want[i * width]);
+  CUdeviceptr din = uploadValues(in), drows = upload(rows.data(), numRows * 4);
+  CUdeviceptr dout = poisoned(numRows * width);
+  int n = numRows, w = width;
+  void *args[] = {&din, &drows, &dout, &n, &w};
+  launch(FusedOp::kGatherRows, numRows, args);
+  ASSERT_EQ(download(dout, numRows * width), want);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,8 +1,9 @@
-// Fused elementwise kernels of a serving step: rms_norm+residual, rope+KV write, silu_mul, embedding.
+// Fused elementwise kernels of a serving step: norms, rope+KV write, activations, adds, casts, gathers.
 #pragma once
 
 // Semantics match runtime/backend/cpu/cpu_ops.cc (rmsNormRows, ropeRows, siluMulRange,
-// embeddingShardRows) and kvWriteRows of runtime/backend/cpu/paged_attention.cc. The
+// addRange, embeddingShardRows) and kvWriteRows of runtime/backend/cpu/paged_attention.cc;
+// add_bias, to_bf16 and gather_rows are plain per-element adds, casts and copies. The
 // per-element math is in INGOT_FUSED_HD functions so that the host test runs the very same
 // code on the CPU against those ops; the kernels only add indexing and the reduction.
 // Element types: float and __nv_bfloat16 (loads widen to f32, all math is f32, stores round
@@ -23,6 +24,18 @@ namespace fused {
 
 /// Threads per CTA of every fused kernel (the host test mirrors the reduction order).
 constexpr int kFusedThreads = 256;
+
+/// Most CTAs a launcher gives a grid-stride kernel (add, add_bias, to_bf16; silu_mul may use
+/// it too): 4 x 65535, far more than enough to fill any GPU (132 SMs x 8 resident CTAs of
+/// 256 threads on an H100), and the grid-stride loop covers any count beyond it.
+constexpr long kFusedMaxGrid = 65535L * 4;
+
+/// The launcher's grid for a grid-stride kernel over `count` elements:
+/// min(ceil(count / kFusedThreads), kFusedMaxGrid), and at least 1.
+INGOT_FUSED_HD constexpr unsigned fusedGridSize(long count) {
+  const long ctas = (count + kFusedThreads - 1) / kFusedThreads;
+  return static_cast<unsigned>(ctas < 1 ? 1 : ctas > kFusedMaxGrid ? kFusedMaxGrid : ctas);
+}
 
 // ---- per-element math (host and device) -------------------------------------------------
 
@@ -67,6 +80,19 @@ INGOT_FUSED_HD long kvRowOffset(long slot, int layer, int kv, int numLayers, int
                                 int width) {
   const long block = slot / blockSize, inBlock = slot % blockSize;
   return (((block * numLayers + layer) * 2 + kv) * blockSize + inBlock) * width;
+}
+
+/// Column of flat element `i` of a row-major [rows, width] matrix (add_bias's bias index).
+INGOT_FUSED_HD int columnOf(long i, int width) { return static_cast<int>(i % width); }
+
+/// The bfloat16 bit pattern nearest to `bits` (an f32 bit pattern), ties to even: the
+/// upper 16 bits after adding 0x7fff plus the lowest kept bit. Infinities stay infinite, a
+/// finite value past the largest bf16 rounds to infinity, and every NaN becomes the
+/// canonical quiet NaN 0x7fff (what the GPU's cvt.rn.bf16.f32 returns). Bits, not a float,
+/// so host and device run the same integer code.
+INGOT_FUSED_HD unsigned short bf16BitsNearestEven(unsigned bits) {
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fff;  // NaN
+  return static_cast<unsigned short>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
 // ---- launch parameters (plain C++) -------------------------------------------------------
@@ -218,6 +244,56 @@ __device__ void embeddingGather(const EmbeddingParams &p) {
   const T *src = static_cast<const T *>(p.table) + static_cast<long>(row < 0 ? 0 : row) * p.dim;
   for (int d = threadIdx.x; d < p.dim; d += kFusedThreads)
     store(out, d, row < 0 ? 0.0f : load(src, d));
+}
+
+/// out[i] = a[i] + b[i] over `count` elements (f32 sum, stored in T), grid-stride; out may
+/// alias a or b.
+template <class T>
+__device__ void addElements(const T *a, const T *b, T *out, long count) {
+  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
+  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
+       i += stride)
+    store(out, i, load(a, i) + load(b, i));
+}
+
+/// x[r, c] += bias[c] in place over a row-major [rows, width] matrix, grid-stride over
+/// rows * width elements (the f32 bias of a linear layer added to its output).
+template <class T>
+__device__ void addBiasRows(T *x, const float *bias, long rows, int width) {
+  const long count = rows * width;
+  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
+  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
+       i += stride)
+    store(x, i, load(x, i) + bias[columnOf(i, width)]);
+}
+
+/// out[i] = in[i] rounded to bf16 (nearest even), grid-stride: the bf16 input of a GEMM.
+/// For bf16 activations a plain copy.
+__device__ __forceinline__ __nv_bfloat16 toBf16(float v) {
+  __nv_bfloat16_raw raw;
+  raw.x = bf16BitsNearestEven(__float_as_uint(v));
+  return __nv_bfloat16(raw);
+}
+__device__ __forceinline__ __nv_bfloat16 toBf16(__nv_bfloat16 v) { return v; }
+template <class T>
+__device__ void convertToBf16(const T *in, __nv_bfloat16 *out, long count) {
+  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
+  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
+       i += stride)
+    out[i] = toBf16(in[i]);
+}
+
+/// Output row r (r = blockIdx.x, blockIdx.x + gridDim.x, ...) = input row rows[r] of a
+/// row-major matrix `width` elements wide, copied bit for bit; launched with one CTA per
+/// output row. rows[] must index rows of `in` (the runtime validates the logits rows with
+/// the step inputs).
+template <class T>
+__device__ void gatherRows(const T *in, const int *rows, T *out, int numRows, int width) {
+  for (int r = blockIdx.x; r < numRows; r += gridDim.x) {
+    const T *src = in + static_cast<long>(rows[r]) * width;
+    T *dst = out + static_cast<long>(r) * width;
+    for (int c = threadIdx.x; c < width; c += kFusedThreads) dst[c] = src[c];
+  }
 }
 
 #endif  // __CUDACC__ || __CUDACC_RTC__

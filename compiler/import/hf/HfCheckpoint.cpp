@@ -130,23 +130,9 @@ bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
       layer.find_first_not_of("0123456789") != std::string::npos || layer.size() > 6 ||
       std::stoi(layer) >= c.numLayers)
     return false;
-  static const char *kLayerTensors[] = {
-      "input_layernorm.weight",  "post_attention_layernorm.weight",
-      "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-      "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-      "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-      "mlp.down_proj.weight"};
-  static const char *kBiases[] = {"self_attn.q_proj.bias", "self_attn.k_proj.bias",
-                                  "self_attn.v_proj.bias"};
   std::string rest = name.substr(dot + 1);
-  for (const char *t : kLayerTensors)
-    if (rest == t)
-      return true;
-  if (bias)
-    for (const char *t : kBiases)
-      if (rest == t)
-        return true;
-  return false;
+  const std::vector<std::string> &names = llamaLayerTensorNames(bias);
+  return std::find(names.begin(), names.end(), rest) != names.end();
 }
 
 
@@ -299,12 +285,11 @@ static Status parseHfConfigUnchecked(const std::string &text, const std::string 
   return okStatus();
 }
 
-static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &directory) {
-  HfCheckpoint ckpt;
+static Status readHfModelFilesUnchecked(const std::string &directory,
+                                        const std::string &configPath, HfCheckpoint &ckpt,
+                                        std::string &text) {
   ckpt.directory = directory;
   ModelConfig &config = ckpt.config;
-  std::string configPath = directory + "/config.json";
-  std::string text;
   INGOT_RETURN_IF_ERROR(readFile(configPath, text));
   INGOT_RETURN_IF_ERROR(parseHfConfig(text, configPath, config, ckpt.features));
   config.name = baseName(directory);
@@ -349,6 +334,16 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
     if (id < 0 || id >= config.vocabSize)
       return invalidArgument(directory + ": eos token id " + std::to_string(id) +
                              " is outside the vocabulary of " + std::to_string(config.vocabSize));
+
+  return okStatus();
+}
+
+static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &directory) {
+  HfCheckpoint ckpt;
+  ModelConfig &config = ckpt.config;
+  const std::string configPath = directory + "/config.json";
+  std::string text;
+  INGOT_RETURN_IF_ERROR(readHfModelFilesUnchecked(directory, configPath, ckpt, text));
 
   std::vector<std::shared_ptr<const SafetensorsFile>> shards;
   std::map<std::string, std::pair<int, const SafetensorsTensor *>> byName;
@@ -427,6 +422,15 @@ Status parseHfConfig(const std::string &text, const std::string &where, ModelCon
     return parseHfConfigUnchecked(text, where, config, features);
   } catch (const nlohmann::json::exception &e) {
     return invalidArgument(where + ": " + e.what());
+  }
+}
+
+Status readHfModelFiles(const std::string &directory, const std::string &configPath,
+                        HfCheckpoint &ckpt, std::string &configText) {
+  try {
+    return readHfModelFilesUnchecked(directory, configPath, ckpt, configText);
+  } catch (const nlohmann::json::exception &e) {
+    return invalidArgument(configPath + ": " + e.what());
   }
 }
 

@@ -49,6 +49,14 @@ struct HfCheckpoint {
 Status parseHfConfig(const std::string &text, const std::string &where, ModelConfig &config,
                      GraphFeatures &features);
 
+/// Reads what a model directory says besides its weights: the config at `configPath`
+/// (`directory`/config.json for a checkpoint), then generation_config.json and the tokenizer
+/// (tokenizer.json / tokenizer.model) in `directory` where present. Fills `ckpt`'s directory,
+/// config (named after `directory`), features and tokenizer, and `configText` with the
+/// config's text; leaves its tensors empty.
+Status readHfModelFiles(const std::string &directory, const std::string &configPath,
+                        HfCheckpoint &ckpt, std::string &configText);
+
 /// Opens and validates the directory: config, tokenizer, shards, tensor names and shapes.
 StatusOr<HfCheckpoint> readHfCheckpoint(const std::string &directory);
 

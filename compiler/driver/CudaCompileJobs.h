@@ -1,0 +1,40 @@
+//===- CudaCompileJobs.h - NVRTC compiles of kernel units on all cores -*- C++ -*-===//
+//
+// The compile step shared by the stages that put CUDA kernels into an artifact (attention
+// kernels, fused elementwise kernels): every (translation unit, target) compiled with
+// NVRTC through the on-disk kernel cache, on all cores. Plain C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/driver/AttentionKernels.h"
+#include "runtime/base/status.h"
+
+namespace ingot::compiler {
+
+/// One NVRTC translation unit: `name` names it in errors and as its ".cu" file name.
+struct CudaUnitSource {
+  const std::string *name = nullptr;
+  const std::string *source = nullptr;
+};
+
+/// The binaries of one unit, one per target in the order given, and how many of them the
+/// kernel cache supplied.
+struct CompiledCudaUnit {
+  std::vector<KernelBinary> binaries;
+  size_t fromCache = 0;
+};
+
+/// Compiles every unit for every target of `options` through the kernel cache in
+/// `options.cacheDir`, on all cores. Adds the NVRTC compiles it ran to `report->compiles`
+/// and a cache that could not be written to `report->warnings` (once). Fails on the first
+/// NVRTC error, naming the unit and the target; fails in a build without NVRTC.
+StatusOr<std::vector<CompiledCudaUnit>>
+compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptions &options,
+                 CudaKernelReport &report);
+
+} // namespace ingot::compiler

@@ -1,0 +1,36 @@
+//===- FusedKernels.h - CUDA fused elementwise kernels into the artifact -*- C++ -*-===//
+//
+// The compile stage beside the attention kernels that gives an artifact the CUDA backend's
+// fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh: rms_norm + residual, rope +
+// KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows) for the element types
+// of its programs' activations. Plain C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <vector>
+
+#include "codegen/cuda/AttentionKernelSource.h"
+#include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/driver/AttentionKernels.h"
+#include "runtime/base/status.h"
+
+namespace ingot::compiler {
+
+/// The element types the fused kernels are built for: f32 and/or bf16, whichever the
+/// activation buffers of `contents`' programs hold (f32 first). Other activation types
+/// (token ids, fp8) need no fused kernels of their own.
+std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &contents);
+
+/// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
+/// for each of fusedKernelDtypes as a KernelDef of 256 threads without dynamic shared memory,
+/// whenever `options.targets` is not empty. All entry points of one element type come from
+/// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
+/// carry that one unit's binaries: the manifest stores identical binary bytes once
+/// (docs/artifact-format.md, "Fused kernels"). The runtime finds them by name; no step links
+/// them. Adds to `report` (kernels, compiles, seconds); fails on an NVRTC error or when a
+/// kernel of the same name is already in the artifact.
+Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+                       CudaKernelReport *report);
+
+} // namespace ingot::compiler

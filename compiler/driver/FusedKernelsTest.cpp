@@ -1,0 +1,101 @@
+//===- FusedKernelsTest.cpp - the fused kernels stage of the compile driver ---===//
+//
+// Which element types get fused kernels (from the programs' activation buffers), that each
+// entry point becomes a 256-thread KernelDef with its unit's binaries for every target,
+// and that adding them twice is refused, naming the kernel. Compiles with NVRTC (about 1 s)
+// where the build has it.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/FusedKernels.h"
+
+#include <gtest/gtest.h>
+
+#include "codegen/cuda/FusedOpsSource.h"
+
+namespace ingot::compiler {
+namespace {
+
+using codegen::AttentionDtype;
+
+Program programWith(std::vector<std::pair<schema::BufferKind, schema::DType>> buffers) {
+  Program p;
+  p.name = "step";
+  for (auto [kind, dtype] : buffers)
+    p.buffers.push_back({"b" + std::to_string(p.buffers.size()), kind, dtype, {-1, 8}});
+  return p;
+}
+
+TEST(FusedKernels, ElementTypesComeFromActivationBuffersOnly) {
+  ArtifactWriter none;
+  none.addProgram(programWith({{schema::BufferKind::Input, schema::DType::I32},
+                               {schema::BufferKind::Output, schema::DType::F32},
+                               {schema::BufferKind::KvCache, schema::DType::BF16}}));
+  EXPECT_TRUE(fusedKernelDtypes(none.contents()).empty());
+
+  ArtifactWriter bf16;
+  bf16.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16},
+                               {schema::BufferKind::Output, schema::DType::F32}}));
+  EXPECT_EQ(fusedKernelDtypes(bf16.contents()), std::vector<AttentionDtype>{AttentionDtype::kBF16});
+
+  ArtifactWriter both;  // a draft program in f32 beside a bf16 main program
+  both.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16}}));
+  both.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
+                               {schema::BufferKind::Activation, schema::DType::I32}}));
+  EXPECT_EQ(fusedKernelDtypes(both.contents()),
+            (std::vector<AttentionDtype>{AttentionDtype::kF32, AttentionDtype::kBF16}));
+}
+
+TEST(FusedKernels, NoTargetsAddNothing) {
+  ArtifactWriter writer;
+  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32}}));
+  CudaKernelReport report;
+  ASSERT_TRUE(addFusedKernels(writer, {{}, ""}, &report).ok());
+  EXPECT_TRUE(writer.contents().kernels.empty());
+  EXPECT_EQ(report.kernels, 0u);
+}
+
+TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
+  if (!cudaCodegenAvailable())
+    GTEST_SKIP() << "this build has no NVRTC";
+  ArtifactWriter writer;
+  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
+                                 {schema::BufferKind::Activation, schema::DType::BF16}}));
+  const CudaKernelOptions options{{"sm_90a", "compute_80"}, ""};  // no cache: real compiles
+  CudaKernelReport report;
+  Status s = addFusedKernels(writer, options, &report);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const size_t numOps = codegen::allFusedOps().size();
+  const std::vector<Kernel> &kernels = writer.contents().kernels;
+  ASSERT_EQ(kernels.size(), 2 * numOps);
+  EXPECT_EQ(report.kernels, 2 * numOps);
+  EXPECT_EQ(report.compiles, 4u) << "one NVRTC unit per (element type, target)";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const AttentionDtype dtype = i < numOps ? AttentionDtype::kF32 : AttentionDtype::kBF16;
+    const Kernel &k = kernels[i];
+    EXPECT_EQ(k.name, codegen::fusedKernelName(codegen::allFusedOps()[i % numOps], dtype));
+    EXPECT_EQ(k.blockDim, (std::vector<uint32_t>{256, 1, 1}));
+    EXPECT_EQ(k.sharedMemBytes, 0u);
+    ASSERT_EQ(k.binaries.size(), 2u);
+    EXPECT_EQ(k.binaries[0].target, "sm_90a");
+    EXPECT_EQ(k.binaries[0].format, schema::BinaryFormat::Cubin);
+    EXPECT_EQ(k.binaries[1].target, "compute_80");
+    EXPECT_EQ(k.binaries[1].format, schema::BinaryFormat::Ptx);
+    const Kernel &first = kernels[i < numOps ? 0 : numOps];
+    EXPECT_EQ(k.binaries[0].data, first.binaries[0].data) << k.name;
+    EXPECT_EQ(k.binaries[1].data, first.binaries[1].data) << k.name;
+    const std::string ptx(k.binaries[1].data.begin(), k.binaries[1].data.end());
+    EXPECT_NE(ptx.find(".entry " + k.name), std::string::npos) << k.name << " not in its PTX";
+  }
+  EXPECT_NE(kernels[0].binaries[1].data, kernels[numOps].binaries[1].data);
+
+  s = addFusedKernels(writer, options, &report);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("kernel ingot_fused_rms_norm_residual_f32 is already in the "
+                             "artifact"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(writer.contents().kernels.size(), 2 * numOps);
+}
+
+} // namespace
+} // namespace ingot::compiler
