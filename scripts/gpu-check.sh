@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a machine with an NVIDIA GPU, over binaries built elsewhere (no MLIR needed
-# there): every ctest test labelled `gpu`, then a table of results, last. Build first on the
-# development machine (scripts/test.sh, or cmake + ninja), then carry the build folder over.
-#   scripts/gpu-check.sh [build-dir]
+# there): every ctest test labelled `gpu`, the benchmarks (scripts/gpu-bench.sh), then the
+# tables of results, last. Build first on the development machine (scripts/test.sh, or cmake
+# + ninja), then carry the build folder over.
+#   scripts/gpu-check.sh [build-dir]   (a build folder, or the bundle of scripts/gpu-prepare.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -11,16 +12,67 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
   || echo "nvidia-smi not found"
 # The NCCL tests open libnccl.so.2 at run time; where the loader has none, use the copy a
 # pip-installed PyTorch brings (nvidia-nccl-cu*), if there is one.
-if [ -z "${INGOT_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2'; then
+if [ -z "${INGOT_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libnccl\.so\.2' >/dev/null; then
   nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   if [ -n "$nccl" ] && [ -f "$nccl" ]; then export INGOT_NCCL_LIBRARY=$nccl; echo "NCCL: $nccl"; fi
 fi
+# cuBLASLt (the CUDA backend's GEMMs) is opened at run time too: where neither the loader nor
+# the toolkit the binaries were built with has libcublasLt.so.13/.12, use the copy a
+# pip-installed PyTorch brings (nvidia-cublas*), the newest major first.
+if [ -z "${INGOT_CUBLASLT_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libcublasLt\.so\.1[23]' >/dev/null \
+    && ! ls /usr/local/cuda/lib*/libcublasLt.so.1[23] >/dev/null 2>&1; then
+  cublaslt=$(python3 -c 'import nvidia, glob, os; c = sorted((p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "**", "libcublasLt.so.1[23]"), recursive=True)), key=lambda p: p[-2:], reverse=True); print(c[0] if c else "")' 2>/dev/null)
+  if [ -n "$cublaslt" ] && [ -f "$cublaslt" ]; then export INGOT_CUBLASLT_LIBRARY=$cublaslt; echo "cuBLASLt: $cublaslt"; fi
+fi
+# The CUDA backend's tests compare it with the CPU backend on a SmolLM2-shaped artifact
+# with dummy weights and CUDA kernels, made on the build machine by scripts/gpu-prepare.sh.
+export INGOT_GPU_ARTIFACT=${INGOT_GPU_ARTIFACT:-$BUILD/gpu/smollm2-dummy.ingot}
+[ -f "$INGOT_GPU_ARTIFACT" ] || echo "warning: $INGOT_GPU_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
+# CUDA's own libraries from the pip packages PyTorch brings (nvrtc for the tests that compile
+# kernels at run time), and the bundle's lib/ (scripts/gpu-prepare.sh) for the rest.
+pylibs=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "**", "lib*.so*"), recursive=True)})))' 2>/dev/null)
+export LD_LIBRARY_PATH="$BUILD/lib${pylibs:+:$pylibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Every gpu test binary, run directly (a carried bundle has no ctest files); a skipped
+# test is a failure here: this script exists to run them.
 echo "== gpu tests"
-(cd "$BUILD" && ctest -L gpu --output-on-failure) | tee "$LOG"
-status=${PIPESTATUS[0]}
+status=0
+shopt -s nullglob
+binaries=("$BUILD"/bin/ingot_*gpu_tests)
+[ "${#binaries[@]}" -gt 0 ] || { echo "error: no gpu test binaries in $BUILD/bin"; status=1; }
+for b in "${binaries[@]}"; do
+  echo "-- $(basename "$b")"
+  timeout 600 "$b" 2>&1 | tee -a "$LOG"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "error: $(basename "$b") exited $rc"; status=1; }
+done
+# (Tests that need more GPUs than the machine has say "needs N GPUs"; those may skip.)
+if [ "$(grep -c '^\[  SKIPPED \] [^ ]* (' "$LOG")" -gt "$(grep -c 'needs [0-9]* GPUs' "$LOG")" ]; then
+  echo "error: some gpu tests were skipped (see above)"
+  status=1
+fi
+# Benchmarks, ours and PyTorch's in the same run (scripts/gpu-bench.sh, ~3.5 min on an H200);
+# INGOT_GPU_CHECK_BENCH=0 leaves them out, INGOT_GPU_CHECK_STRICT=1 fails on a missed target.
+BENCH_OUT=$(mktemp -d)
+if [ "${INGOT_GPU_CHECK_BENCH:-1}" != 0 ]; then
+  scripts/gpu-bench.sh "$BUILD" "$BENCH_OUT" || { [ "$status" -eq 0 ] && status=1; }
+fi
 echo "== results"
-printf '%-64s %s\n' "test" "result"
-sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) [ .*]*\(Passed\|Failed\|Skipped\|Not Run\).*/\1 \2/p' "$LOG" \
-  | while read -r name result; do printf '%-64s %s\n' "$name" "$result"; done
+printf '%-72s %s\n' "test" "result"
+sed -n -e 's/^\[       OK \] \([^ ]*\) .*/\1 passed/p' -e 's/^\[  FAILED  \] \([^ ]*\) (.*/\1 FAILED/p' \
+  -e 's/^\[  SKIPPED \] \([^ ]*\) (.*/\1 SKIPPED/p' "$LOG" \
+  | while read -r name result; do printf '%-72s %s\n' "$name" "$result"; done
 rm -f "$LOG"
+if [ "${INGOT_GPU_CHECK_BENCH:-1}" != 0 ]; then
+  echo "== benchmarks (each Ingot figure beside its reference, same GPU, same run)"
+  shopt -s nullglob
+  results=("$BENCH_OUT"/*.txt)
+  strict=$([ "${INGOT_GPU_CHECK_STRICT:-0}" = 1 ] && echo --strict)
+  if [ "${#results[@]}" -eq 0 ]; then
+    echo "error: no benchmark produced results (see above)"
+    [ "$status" -eq 0 ] && status=1
+  elif ! python3 scripts/gpu_results_table.py $strict "${results[@]}"; then
+    [ "$status" -eq 0 ] && status=1
+  fi
+fi
+rm -rf "$BENCH_OUT"
 exit "$status"

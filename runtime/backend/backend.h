@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +48,25 @@ class Backend {
   /// Tensor-parallel ranks behind this backend (1 = unsharded).
   virtual int worldSize() const { return 1; }
 };
+
+class Artifact;
+
+/// What a caller asks of a backend it gets from a BackendFactory.
+struct BackendRequest {
+  /// Worker threads (CPU backends); 0 = all cores.
+  int num_threads = 0;
+  /// Blocks in the KV pool; 0 = the backend's own choice (CUDA: what free memory allows).
+  int64_t num_kv_blocks = 0;
+  /// KV pool element type; unset = the artifact's.
+  std::optional<KvDtype> kv_dtype;
+  /// Longest sequence the caller will run; 0 = the model's max_context.
+  int64_t max_model_len = 0;
+};
+
+/// Makes the backend an engine or runner executes on (the CLI's --device). Unset where a
+/// caller takes one: the CPU backend (the tensor-parallel CPU group for a sharded artifact).
+using BackendFactory = std::function<StatusOr<std::unique_ptr<Backend>>(
+    const Artifact& artifact, const BackendRequest& request)>;
 
 /// "kv f32" or "kv fp8", plus ", tp N" for a backend of N > 1 ranks: for startup lines.
 inline std::string describeKvAndRanks(const Backend& backend) {

@@ -37,6 +37,7 @@ StatusOr<BenchResult> runOfflineBench(const Artifact& artifact, const BenchOptio
   engine_options.num_threads = options.num_threads;
   engine_options.num_kv_blocks = options.num_kv_blocks;
   engine_options.kv_dtype = options.kv_dtype;
+  engine_options.backend_factory = options.backend_factory;
   if (options.concurrency > 0) engine_options.scheduler.max_running = options.concurrency;
   engine_options.speculative = options.speculative;
   StatusOr<std::unique_ptr<Engine>> created = Engine::create(artifact, engine_options);

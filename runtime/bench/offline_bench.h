@@ -22,6 +22,8 @@ struct BenchOptions : WorkloadOptions {
   int64_t num_kv_blocks = 0;
   /// KV pool element type; unset = the artifact's.
   std::optional<KvDtype> kv_dtype;
+  /// The backend (--device); unset = the CPU backend.
+  BackendFactory backend_factory;
   SpeculativeOptions speculative;
 };
 

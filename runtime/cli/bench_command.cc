@@ -107,6 +107,11 @@ int runBench(const BenchCommandOptions& options, std::ostream& out, std::ostream
   if (online && *kv_dtype) return fail(err, "--kv-dtype is the server's option (ingot serve --kv-dtype)");
   if (online && options.tp != 0) return fail(err, "--tp is the server's option (ingot serve --tp)");
   workload.kv_dtype = *kv_dtype;
+  if (online && options.device.device != "cpu")
+    return fail(err, "--device is the server's option (ingot serve --device)");
+  StatusOr<BackendFactory> factory = backendFactoryFor(options.device);
+  if (!factory.ok()) return fail(err, factory.status().message());
+  workload.backend_factory = std::move(factory).value();
   StatusOr<SpeculativeOptions> spec =
       speculativeOptions(options.speculative, options.spec_tokens, options.spec_branches);
   if (!spec.ok()) return fail(err, spec.status().message());

@@ -7,6 +7,7 @@
 
 #include "runtime/bench/offline_bench.h"
 #include "runtime/bench/online_bench.h"
+#include "runtime/cli/device_flag.h"
 
 namespace ingot {
 
@@ -37,6 +38,8 @@ struct BenchCommandOptions {
   std::string draft;
   /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
   std::string kv_dtype;
+  /// --device, --gpu-memory-utilization (offline).
+  DeviceFlags device;
   /// --tp N: the tensor-parallel world size the artifact must have been compiled for
   /// (`ingot compile --tp N`; offline only); 0 = whatever it has. The ranks run as threads on the CPU.
   int32_t tp = 0;

@@ -83,6 +83,9 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
   StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
   if (!kv_dtype.ok()) return fail(err, kv_dtype.status().message());
   runner_options.kv_dtype = *kv_dtype;
+  StatusOr<BackendFactory> factory = backendFactoryFor(options.device);
+  if (!factory.ok()) return fail(err, factory.status().message());
+  runner_options.backend_factory = std::move(factory).value();
   runner_options.max_tokens = options.context;  // the KV pool holds one window
   StatusOr<std::unique_ptr<SequenceRunner>> runner =
       SequenceRunner::create(*artifact, runner_options);

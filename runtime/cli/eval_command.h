@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 
+#include "runtime/cli/device_flag.h"
+
 namespace ingot {
 
 struct EvalPerplexityOptions {
@@ -20,6 +22,8 @@ struct EvalPerplexityOptions {
   int num_threads = 0;
   /// --kv-dtype: f32 or fp8; empty = the artifact's KV dtype.
   std::string kv_dtype;
+  /// --device, --gpu-memory-utilization.
+  DeviceFlags device;
   /// --tp N: the tensor-parallel world size the artifact must have been compiled for
   /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads on the CPU.
   int32_t tp = 0;

@@ -26,6 +26,17 @@ void addKvDtypeFlag(CLI::App* app, std::string& kv_dtype) {
       ->check(CLI::IsMember({"f32", "fp8"}));
 }
 
+/// --device and --gpu-memory-utilization (ingot::backendFactoryFor()).
+void addDeviceFlags(CLI::App* app, ingot::DeviceFlags& flags) {
+  app->add_option("--device", flags.device,
+                  std::string("Where the model runs: cpu, or cuda[:N] (GPU N)") +
+                      (ingot::cudaBackendBuilt() ? "" : " (this build has no CUDA backend)"))
+      ->capture_default_str();
+  app->add_option("--gpu-memory-utilization", flags.gpu_memory_utilization,
+                  "CUDA: fraction of GPU memory to fill with weights, buffers and the KV cache")
+      ->capture_default_str();
+}
+
 /// --tp on the runtime commands (ingot::checkTensorParallelFlag()).
 void addTensorParallelFlag(CLI::App* app, int32_t& tp) {
   app->add_option("--tp", tp,
@@ -59,6 +70,7 @@ void addGenerationOptions(CLI::App* app, ingot::RunOptions& options) {
       ->check(CLI::NonNegativeNumber);
   addKvDtypeFlag(app, options.kv_dtype);
   addTensorParallelFlag(app, options.tp);
+  addDeviceFlags(app, options.device);
 }
 
 /// --speculative, --spec-tokens, --spec-branches (see ingot::speculativeOptions()).
@@ -209,6 +221,7 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
   bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
   addKvDtypeFlag(bench, bench_options.kv_dtype);
+  addDeviceFlags(bench, bench_options.device);
   addTensorParallelFlag(bench, bench_options.tp);
   bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
   bench->add_option("--interference", bench_options.interference.long_prompt,
@@ -242,6 +255,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   ppl->add_option("--json", ppl_options.json_path, "Also write the result as JSON");
   addKvDtypeFlag(ppl, ppl_options.kv_dtype);
+  addDeviceFlags(ppl, ppl_options.device);
   addTensorParallelFlag(ppl, ppl_options.tp);
 
   // ingot tokenize
@@ -271,6 +285,7 @@ int main(int argc, char** argv) {
                     "Sequences admitted beyond --max-running before 429")
       ->check(CLI::NonNegativeNumber);
   addKvDtypeFlag(serve, serve_options.kv_dtype);
+  addDeviceFlags(serve, serve_options.device);
   serve->add_option("--kv-blocks", serve_options.kv_blocks, "KV cache blocks (0 = default)")
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-running", serve_options.max_running, "Sequences batched at once")

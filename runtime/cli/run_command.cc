@@ -54,6 +54,9 @@ StatusOr<Session> openSession(const RunOptions& options) {
   StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
   if (!kv_dtype.ok()) return kv_dtype.status();
   runner_options.kv_dtype = *kv_dtype;
+  StatusOr<BackendFactory> factory = backendFactoryFor(options.device);
+  if (!factory.ok()) return factory.status();
+  runner_options.backend_factory = std::move(factory).value();
   StatusOr<std::unique_ptr<SequenceRunner>> runner =
       SequenceRunner::create(*session.artifact, runner_options);
   if (!runner.ok()) return runner.status();

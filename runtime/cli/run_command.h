@@ -6,12 +6,16 @@
 #include <ostream>
 #include <string>
 
+#include "runtime/cli/device_flag.h"
+
 #include "runtime/generate/sampler.h"
 
 namespace ingot {
 
 struct RunOptions {
   std::string artifact;
+  /// --device, --gpu-memory-utilization.
+  DeviceFlags device;
   std::string prompt;
   /// Wrap the prompt as a user message in the artifact's chat template.
   bool chat = false;

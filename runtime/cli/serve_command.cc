@@ -44,6 +44,9 @@ int runServe(const ServeOptions& options, std::ostream& err) {
   StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
   if (!kv_dtype.ok()) return fail(kv_dtype.status());
   config.engine.kv_dtype = *kv_dtype;
+  StatusOr<BackendFactory> factory = backendFactoryFor(options.device);
+  if (!factory.ok()) return fail(factory.status());
+  config.engine.backend_factory = std::move(factory).value();
   config.engine.enable_prefix_cache = !options.no_prefix_cache;
   config.engine.max_model_len = options.max_model_len;
   config.engine.scheduler.max_running = options.max_running;

@@ -5,12 +5,16 @@
 #include <ostream>
 #include <string>
 
+#include "runtime/cli/device_flag.h"
+
 #include "runtime/sched/scheduler.h"
 
 namespace ingot {
 
 struct ServeOptions {
   std::string artifact;
+  /// --device, --gpu-memory-utilization.
+  DeviceFlags device;
   std::string host = "127.0.0.1";
   int port = 8000;
   /// Backend compute threads (0 = all cores).

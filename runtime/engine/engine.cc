@@ -132,16 +132,26 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   e->options_ = options;
   const int32_t block_size = std::max(1, config->kv_block_size());
   const int64_t max_context = maxContextOf(*config);
-  const int64_t blocks =
-      options.num_kv_blocks > 0 ? options.num_kv_blocks : defaultKvBlocks(*config);
-  CpuBackendOptions backend_options;
-  backend_options.num_threads = options.num_threads;
-  backend_options.num_kv_blocks = blocks;
-  backend_options.kv_dtype = options.kv_dtype;
-  // A tensor-parallel artifact runs as its ranks on threads (TpCpuBackend).
-  StatusOr<std::unique_ptr<Backend>> backend = createCpuServingBackend(artifact, backend_options);
+  int64_t blocks = options.num_kv_blocks > 0 ? options.num_kv_blocks : defaultKvBlocks(*config);
+  StatusOr<std::unique_ptr<Backend>> backend = [&]() -> StatusOr<std::unique_ptr<Backend>> {
+    if (options.backend_factory) {
+      BackendRequest request;
+      request.num_threads = options.num_threads;
+      request.num_kv_blocks = options.num_kv_blocks;  // 0: the backend sizes its pool
+      request.kv_dtype = options.kv_dtype;
+      request.max_model_len = options.max_model_len;
+      return options.backend_factory(artifact, request);
+    }
+    CpuBackendOptions backend_options;
+    backend_options.num_threads = options.num_threads;
+    backend_options.num_kv_blocks = blocks;
+    backend_options.kv_dtype = options.kv_dtype;
+    // A tensor-parallel artifact runs as its ranks on threads (TpCpuBackend).
+    return createCpuServingBackend(artifact, backend_options);
+  }();
   if (!backend.ok()) return backend.status();
   e->backend_ = std::move(backend).value();
+  blocks = e->backend_->numKvBlocks();
   if (!e->backend_->takesTreeInputs() && e->backend_->numExtraInputs() > 0)
     return unimplemented(artifact.source() + ": the program takes " +
                          std::to_string(e->backend_->numExtraInputs()) +
@@ -152,6 +162,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
     if (spec.max_branches < 1 || spec.max_draft_tokens < 1 || spec.max_draft_tokens > 63)
       return invalidArgument("speculative decoding: max_branches must be >= 1 and "
                              "max_draft_tokens in [1, 63]");
+    if ((spec.source == DraftSource::kSelf || spec.source == DraftSource::kDraftModel) &&
+        options.backend_factory)
+      return unimplemented("speculative decoding with a draft model runs its draft on the CPU "
+                           "backend only; it is not supported with another backend yet");
     if (spec.source == DraftSource::kSelf || spec.source == DraftSource::kDraftModel) {
       const Artifact* draft = &artifact;
       int32_t program = -1;

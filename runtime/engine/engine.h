@@ -84,6 +84,9 @@ struct EngineOptions {
   /// strings and fills RequestOutput::text. Unset: stop strings are the caller's business.
   std::function<std::string(int32_t)> token_text;
   SpeculativeOptions speculative;
+  /// The backend to run on (the CLI's --device); unset = the CPU backend. Its KV pool size
+  /// (num_kv_blocks above when set, else the backend's choice) is the engine's.
+  BackendFactory backend_factory;
 };
 
 /// What one step produced for one request.

@@ -23,13 +23,23 @@ StatusOr<std::unique_ptr<SequenceRunner>> SequenceRunner::create(
   backend_options.kv_dtype = options.kv_dtype;
   backend_options.num_kv_blocks =
       (runner->max_tokens_ + runner->block_size_ - 1) / runner->block_size_;
-  StatusOr<std::unique_ptr<Backend>> backend = createCpuServingBackend(artifact, backend_options);
+  StatusOr<std::unique_ptr<Backend>> backend = [&]() -> StatusOr<std::unique_ptr<Backend>> {
+    if (!options.backend_factory) return createCpuServingBackend(artifact, backend_options);
+    BackendRequest request;
+    request.num_threads = options.num_threads;
+    request.num_kv_blocks = backend_options.num_kv_blocks;
+    request.kv_dtype = options.kv_dtype;
+    request.max_model_len = runner->max_tokens_;
+    return options.backend_factory(artifact, request);
+  }();
   if (!backend.ok()) return backend.status();
   runner->backend_ = std::move(backend).value();
   if (const auto* tp = dynamic_cast<const TpCpuBackend*>(runner->backend_.get()))
     runner->simd_level_ = tp->rank(0).simdLevel();
-  else
-    runner->simd_level_ = static_cast<const CpuBackend&>(*runner->backend_).simdLevel();
+  else if (const auto* cpu = dynamic_cast<const CpuBackend*>(runner->backend_.get()))
+    runner->simd_level_ = cpu->simdLevel();
+  else  // another backend (ranks as processes, CUDA): the level the CPU kernels would use
+    runner->simd_level_ = detectSimdLevel();
   return runner;
 }
 

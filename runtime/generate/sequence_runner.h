@@ -21,6 +21,8 @@ struct SequenceRunnerOptions {
   int64_t max_tokens = 0;
   /// Most tokens fed to the backend in one step (chunked prefill).
   int64_t chunk_tokens = 256;
+  /// The backend (the CLI's --device); unset = the CPU backend.
+  BackendFactory backend_factory;
 };
 
 /// Runs one request through the batched step API: KV blocks 0, 1, 2, ... in order, RoPE
@@ -40,9 +42,9 @@ class SequenceRunner {
   int64_t length() const { return length_; }
   int64_t maxTokens() const { return max_tokens_; }
   int64_t vocabSize() const { return backend_->vocabSize(); }
-  /// The CPU backend: one CpuBackend, or the ranks of a tensor-parallel artifact.
+  /// The backend: one CpuBackend, the ranks of a tensor-parallel artifact, or the factory's.
   const Backend& backend() const { return *backend_; }
-  /// The kernels' SIMD level (rank 0's under tensor parallelism).
+  /// The CPU kernels' SIMD level (rank 0's under tensor parallelism; scalar elsewhere).
   SimdLevel simdLevel() const { return simd_level_; }
 
  private:

@@ -26,6 +26,7 @@
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "test/gpu/attention_launch.h"
 
 namespace ingot {
 namespace {
@@ -240,31 +241,10 @@ class PagedAttentionGpuTest : public ::testing::Test {
   /// Compiles `source` for this GPU (a cubin, or generic compute_80 PTX for the JIT) and
   /// loads it.
   CUmodule load(const std::string &source, const std::string &name, bool viaPtx) {
-    const std::string target =
-        viaPtx ? "compute_80" : "sm_" + std::to_string(major) + std::to_string(minor);
-    StatusOr<std::vector<codegen::CudaBinary>> bin =
-        codegen::compileCuda(source, name + ".cu", {target});
-    EXPECT_TRUE(bin.ok()) << bin.status().message();
-    if (!bin.ok()) return nullptr;
-    std::vector<uint8_t> image = (*bin)[0].data;
-    image.push_back(0);
-    CUmodule module = nullptr;
-    EXPECT_TRUE(driver->check("cuModuleLoadData", driver->moduleLoadData(&module, image.data()))
-                    .ok());
-    return module;
-  }
-
-  /// Launches kernel `name` of `module` with `args` (pointers to the parameters).
-  void launch(CUmodule module, const std::string &name, unsigned gx, unsigned gy, unsigned gz,
-              unsigned threads, void **args) {
-    CUfunction fn = nullptr;
-    ASSERT_TRUE(driver->check("cuModuleGetFunction",
-                              driver->moduleGetFunction(&fn, module, name.c_str())).ok())
-        << name;
-    ASSERT_TRUE(driver->check("cuLaunchKernel", driver->launchKernel(fn, gx, gy, gz, threads, 1,
-                                                                     1, 0, nullptr, args,
-                                                                     nullptr)).ok())
-        << name;
+    StatusOr<CUmodule> module =
+        loadAttentionModule(*driver, source, name, attentionTarget(major, minor, viaPtx));
+    EXPECT_TRUE(module.ok()) << module.status().message();
+    return module.ok() ? *module : nullptr;
   }
 
   /// Reads `out` (bf16 or f32) and the error word back and compares with `expected`.
@@ -355,14 +335,8 @@ void PagedAttentionGpuTest::runDecode(const VariantCase &v, bool viaPtx) {
       params.partial_sum = ps.as<float>();
       params.num_splits = splits;
       params.keys_per_split = splits == 1 ? bt.maxLen + codegen::kDecodeKeyTile : keysPerSplit;
-      void *args[] = {&params, &db.ops};
-      launch(module, codegen::decodeKernelName(v.name, in), bt.Hkv, bt.R, splits,
-             codegen::kDecodeThreads, args);
-      if (splits > 1) {
-        void *cargs[] = {&params};
-        launch(module, codegen::combineKernelName(in.dtype, in.headDim), bt.T, bt.H, 1,
-               in.headDim, cargs);
-      }
+      Status launched = launchDecode(*driver, module, v.name, in, params, db.ops);
+      ASSERT_TRUE(launched.ok()) << launched.message();
       compare(out, db, expected, bf16, bt);
     }
   }
@@ -391,10 +365,10 @@ void PagedAttentionGpuTest::runPrefill(const VariantCase &v, bool viaPtx) {
     for (float &x : bt.pool) x = bf16Round(x);
     const std::vector<float> expected = cpuAttention(v, bt);
     DeviceBatch db(*driver, bt, true, v.treeOperands);
-    int maxRows = 0;
-    for (int n : newTokens) maxRows = std::max(maxRows, n * in.group);
-    const int qTiles = (maxRows + codegen::kPrefillRowTile - 1) / codegen::kPrefillRowTile;
-    const int kTiles = (bt.maxLen + codegen::kPrefillKeyTile - 1) / codegen::kPrefillKeyTile;
+    attn::PagedAttentionParams tiles{};
+    setPrefillTiles(tiles, *std::max_element(newTokens.begin(), newTokens.end()), in.group,
+                    bt.maxLen);
+    const int qTiles = tiles.q_tiles, kTiles = tiles.k_tiles;
     const std::vector<uint8_t> poison = poisonOutput(bt, true);
     for (bool blockMask : {false, true}) {
       SCOPED_TRACE(blockMask ? "with the block mask" : "without a block mask");
@@ -408,12 +382,12 @@ void PagedAttentionGpuTest::runPrefill(const VariantCase &v, bool viaPtx) {
       params.block_classes = blockMask ? classes.as<unsigned char>() : nullptr;
       params.q_tiles = qTiles;
       params.k_tiles = kTiles;
-      void *args[] = {&params, &db.ops};
-      if (blockMask)
-        launch(module, codegen::blockMaskKernelName(v.name, in), qTiles, kTiles, bt.R * bt.Hkv,
-               codegen::kPrefillThreads, args);
-      launch(module, codegen::prefillKernelName(v.name, in), qTiles, bt.Hkv, bt.R,
-             codegen::kPrefillThreads, args);
+      if (blockMask) {
+        Status masked = launchBlockMask(*driver, module, v.name, in, params, db.ops);
+        ASSERT_TRUE(masked.ok()) << masked.message();
+      }
+      Status launched = launchPrefill(*driver, module, v.name, in, params, db.ops);
+      ASSERT_TRUE(launched.ok()) << launched.message();
       compare(out, db, expected, true, bt);
     }
   }

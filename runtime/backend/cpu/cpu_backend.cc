@@ -135,16 +135,8 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
   b->slots_.resize(b->plan_->slot_widths.size());
   // Programs compiled for speculative decoding take tree_start / tree_bits after the eight
   // inputs; a caller with no trees may leave them out (see step()).
-  const schema::ProgramDef* program = artifact.manifest().programs()->Get(*program_index);
-  auto input = [&](uint32_t i, const char* name, uint32_t rank) {
-    if (!program->buffers() || program->buffers()->size() <= i) return false;
-    const schema::BufferDef* buffer = program->buffers()->Get(i);
-    return buffer->kind() == schema::BufferKind::Input && buffer->dtype() == schema::DType::I32 &&
-           buffer->name() && buffer->name()->str() == name && buffer->shape() &&
-           buffer->shape()->size() == rank;
-  };
-  b->tree_inputs_ = b->plan_->num_extra_inputs == 2 && input(8, "tree_start", 1) &&
-                    input(9, "tree_bits", 3);
+  b->tree_inputs_ = programTakesTreeInputs(*artifact.manifest().programs()->Get(*program_index),
+                                           b->plan_->num_extra_inputs);
   return b;
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/backend/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "runtime/attention/region_examples.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/testing/llama_program.h"
+#include "runtime/backend/cpu/weight_store.h"
 #include "runtime/backend/testing/step_builder.h"
 
 namespace ingot {
@@ -284,6 +286,28 @@ TEST(CpuBackendTest, OneTokenOrManyAloneOrBatchedGiveTheSameLogits) {
       }
       EXPECT_LE(err, 1e-5 * scale) << "position " << p;
     }
+  }
+}
+
+TEST(CpuBackendTest, LargeDummyWeightsFillInParallelWithTheSequentialValues) {
+  // Past 4M elements the fill runs in chunks on several threads; every element must be
+  // the one a single splitmix64 pass gives (here recomputed element by element).
+  const std::vector<int64_t> shape = {3, (int64_t{5} << 22) / 3 + 7};
+  const int64_t n = shape[0] * shape[1];
+  std::vector<float> out(n, NAN);
+  const uint64_t seed = std::random_device{}();
+  fillDummyWeight(seed, "layers.0.mlp.up_proj.weight", shape, WeightType::kF32, out.data());
+  uint64_t state = seed ^ XXH64("layers.0.mlp.up_proj.weight", 27, 0);
+  const float amplitude = 1.0f / std::sqrt(static_cast<float>(shape[1]));
+  std::mt19937_64 pick(seed);
+  for (int k = 0; k < 2000; ++k) {
+    const int64_t i = k < 1000 ? static_cast<int64_t>(pick() % n) : n - 1 - (k - 1000);
+    uint64_t z = state + static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+    ASSERT_EQ(out[i], 0.0f + amplitude * (2.0f * u - 1.0f)) << "element " << i;
   }
 }
 

@@ -467,4 +467,15 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
   return plan;
 }
 
+bool programTakesTreeInputs(const schema::ProgramDef& program, int32_t num_extra) {
+  auto input = [&](uint32_t i, const char* name, uint32_t rank) {
+    if (!program.buffers() || program.buffers()->size() <= i) return false;
+    const schema::BufferDef* buffer = program.buffers()->Get(i);
+    return buffer->kind() == schema::BufferKind::Input && buffer->dtype() == schema::DType::I32 &&
+           buffer->name() && buffer->name()->str() == name && buffer->shape() &&
+           buffer->shape()->size() == rank;
+  };
+  return num_extra == 2 && input(8, "tree_start", 1) && input(9, "tree_bits", 3);
+}
+
 }  // namespace ingot

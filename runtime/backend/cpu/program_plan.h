@@ -90,6 +90,10 @@ struct ProgramPlan {
 /// read) and lowers it. Errors name the step; quantized embeddings or output heads,
 /// quantization schemes the kernels lack, KV caches neither f32 nor fp8 and unknown ops are "not
 /// supported (yet)".
+/// Whether `program`'s extra inputs (`num_extra` of them) are the speculative tree pair the
+/// compiler emits: i32 tree_start [R] and i32 tree_bits [R, nodes, words] (buffers 8, 9).
+bool programTakesTreeInputs(const schema::ProgramDef& program, int32_t num_extra);
+
 StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights,
                                   int32_t program_index = 0);
 

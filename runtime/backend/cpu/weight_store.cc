@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "runtime/artifact/dtype_info.h"
 #include "runtime/backend/cpu/half_float.h"
@@ -133,15 +134,31 @@ void fillDummyWeight(uint64_t seed, const std::string& name, const std::vector<i
   const bool vector = shape.size() <= 1;
   const float amplitude =
       vector ? 0.1f : 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(shape.back(), 1)));
-  for (int64_t i = 0; i < count; ++i) {
-    const float u = static_cast<float>(splitmix64(state) >> 40) * (1.0f / 16777216.0f);
-    const float v = (vector ? 1.0f : 0.0f) + amplitude * (2.0f * u - 1.0f);
-    switch (type) {
-      case WeightType::kF32: static_cast<float*>(out)[i] = v; break;
-      case WeightType::kF16: static_cast<uint16_t*>(out)[i] = f32ToF16(v); break;
-      case WeightType::kBF16: static_cast<uint16_t*>(out)[i] = f32ToBf16(v); break;
+  // splitmix64 is counter-based (output i comes from state + (i + 1) * gamma), so a large
+  // tensor fills in parallel chunks with the same values as one sequential pass.
+  auto fill = [&](int64_t i0, int64_t i1) {
+    uint64_t chunk = state + static_cast<uint64_t>(i0) * 0x9e3779b97f4a7c15ull;
+    for (int64_t i = i0; i < i1; ++i) {
+      const float u = static_cast<float>(splitmix64(chunk) >> 40) * (1.0f / 16777216.0f);
+      const float v = (vector ? 1.0f : 0.0f) + amplitude * (2.0f * u - 1.0f);
+      switch (type) {
+        case WeightType::kF32: static_cast<float*>(out)[i] = v; break;
+        case WeightType::kF16: static_cast<uint16_t*>(out)[i] = f32ToF16(v); break;
+        case WeightType::kBF16: static_cast<uint16_t*>(out)[i] = f32ToBf16(v); break;
+      }
     }
+  };
+  const int64_t workers =
+      std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), count >> 22);
+  if (workers <= 1) {
+    fill(0, count);
+    return;
   }
+  std::vector<std::thread> threads;
+  for (int64_t w = 1; w < workers; ++w)
+    threads.emplace_back(fill, count * w / workers, count * (w + 1) / workers);
+  fill(0, count / workers);
+  for (std::thread& t : threads) t.join();
 }
 
 Status WeightStore::checkRank(int32_t index) const {

@@ -3,48 +3,125 @@
 
 #include <dlfcn.h>
 
+#include <type_traits>
+#include <utility>
+
 namespace ingot {
 namespace {
 
-/// Resolves `symbol` (the versioned name cuda.h maps the API name to) into `fn`.
+// (member, API name) for every entry point. The API name passes through cuda.h's macros
+// before it is used, so `INGOT_CUDA_SYMBOL(api)` is the exported ABI symbol
+// (cuMemGetInfo -> cuMemGetInfo_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags) and
+// `decltype(&::api)` is the type of that symbol.
+#define INGOT_CUDA_DRIVER_ENTRY_POINTS(X)                      \
+  X(init, cuInit)                                              \
+  X(driverGetVersion, cuDriverGetVersion)                      \
+  X(deviceGetCount, cuDeviceGetCount)                          \
+  X(deviceGet, cuDeviceGet)                                    \
+  X(deviceGetName, cuDeviceGetName)                            \
+  X(deviceGetAttribute, cuDeviceGetAttribute)                  \
+  X(deviceTotalMem, cuDeviceTotalMem)                          \
+  X(primaryCtxRetain, cuDevicePrimaryCtxRetain)                \
+  X(primaryCtxRelease, cuDevicePrimaryCtxRelease)              \
+  X(ctxSetCurrent, cuCtxSetCurrent)                            \
+  X(ctxSynchronize, cuCtxSynchronize)                          \
+  X(moduleLoadData, cuModuleLoadData)                          \
+  X(moduleUnload, cuModuleUnload)                              \
+  X(moduleGetFunction, cuModuleGetFunction)                    \
+  X(funcSetAttribute, cuFuncSetAttribute)                      \
+  X(launchKernel, cuLaunchKernel)                              \
+  X(linkCreate, cuLinkCreate)                                  \
+  X(linkAddData, cuLinkAddData)                                \
+  X(linkComplete, cuLinkComplete)                              \
+  X(linkDestroy, cuLinkDestroy)                                \
+  X(memGetInfo, cuMemGetInfo)                                  \
+  X(memAlloc, cuMemAlloc)                                      \
+  X(memFree, cuMemFree)                                        \
+  X(memAllocHost, cuMemAllocHost)                              \
+  X(memFreeHost, cuMemFreeHost)                                \
+  X(memcpyHtoD, cuMemcpyHtoD)                                  \
+  X(memcpyDtoH, cuMemcpyDtoH)                                  \
+  X(memcpyHtoDAsync, cuMemcpyHtoDAsync)                        \
+  X(memcpyDtoHAsync, cuMemcpyDtoHAsync)                        \
+  X(memcpyDtoDAsync, cuMemcpyDtoDAsync)                        \
+  X(memsetD8Async, cuMemsetD8Async)                            \
+  X(memsetD32Async, cuMemsetD32Async)                          \
+  X(streamCreate, cuStreamCreate)                              \
+  X(streamDestroy, cuStreamDestroy)                            \
+  X(streamSynchronize, cuStreamSynchronize)                    \
+  X(streamWaitEvent, cuStreamWaitEvent)                        \
+  X(eventCreate, cuEventCreate)                                \
+  X(eventDestroy, cuEventDestroy)                              \
+  X(eventRecord, cuEventRecord)                                \
+  X(eventSynchronize, cuEventSynchronize)                      \
+  X(eventElapsedTime, cuEventElapsedTime)                      \
+  X(streamBeginCapture, cuStreamBeginCapture)                  \
+  X(streamEndCapture, cuStreamEndCapture)                      \
+  X(graphInstantiate, cuGraphInstantiate)                      \
+  X(graphLaunch, cuGraphLaunch)                                \
+  X(graphExecDestroy, cuGraphExecDestroy)                      \
+  X(graphDestroy, cuGraphDestroy)                              \
+  X(getErrorName, cuGetErrorName)                              \
+  X(getErrorString, cuGetErrorString)
+
+#define INGOT_CUDA_STRINGIFY_(x) #x
+/// The symbol `api` names after cuda.h's macros are applied (one extra expansion level).
+#define INGOT_CUDA_SYMBOL(api) INGOT_CUDA_STRINGIFY_(api)
+
+// The table and the header agree: each member has exactly the type of the symbol it gets.
+#define INGOT_CUDA_CHECK_TYPE(member, api)                                             \
+  static_assert(std::is_same_v<decltype(std::declval<CudaDriver&>().member), decltype(&::api)>, \
+                "CudaDriver::" #member " does not have the type of " #api);
+INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_CHECK_TYPE)
+#undef INGOT_CUDA_CHECK_TYPE
+// ... and every member is in the table (else it would stay null after load()): the class
+// holds exactly the table's function pointers plus the library handle.
+#define INGOT_CUDA_COUNT(member, api) +1
+static_assert(sizeof(CudaDriver) ==
+                  sizeof(void*) * (1 + (0 INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_COUNT))),
+              "a CudaDriver member is missing from INGOT_CUDA_DRIVER_ENTRY_POINTS");
+#undef INGOT_CUDA_COUNT
+
+/// Resolves `symbol` from `library` (opened from `path`) into `fn`.
 template <typename Fn>
-Status resolve(void* library, const char* symbol, Fn& fn) {
+Status resolve(void* library, const std::string& path, const char* symbol, Fn& fn) {
   fn = reinterpret_cast<Fn>(::dlsym(library, symbol));
-  if (!fn) return unimplemented(std::string("libcuda.so.1 has no ") + symbol);
+  if (!fn) return unimplemented(path + " has no " + symbol + " (driver too old?)");
   return okStatus();
 }
 
 }  // namespace
 
+const std::vector<CudaDriverEntryPoint>& CudaDriver::entryPoints() {
+#define INGOT_CUDA_ENTRY(member, api) {#member, INGOT_CUDA_SYMBOL(api)},
+  static const std::vector<CudaDriverEntryPoint> table = {
+      INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_ENTRY)};
+#undef INGOT_CUDA_ENTRY
+  return table;
+}
+
 StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::load() {
-  void* library = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library)
-    return notFound("no NVIDIA driver on this machine (libcuda.so.1: " +
-                    std::string(::dlerror()) + ")");
+  StatusOr<std::unique_ptr<CudaDriver>> driver = loadFrom("libcuda.so.1");
+  if (!driver.ok() && driver.status().code() == StatusCode::kNotFound)
+    return notFound("no NVIDIA driver on this machine (" + driver.status().message() + ")");
+  return driver;
+}
+
+StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::loadFrom(const std::string& path) {
+  void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char* error = ::dlerror();
+    std::string why = error ? error : "dlopen failed";
+    // dlerror() usually starts with the name already ("libcuda.so.1: cannot open ...").
+    return notFound(why.find(path) == std::string::npos ? path + ": " + why : why);
+  }
   std::unique_ptr<CudaDriver> d(new CudaDriver());
-  d->library_ = library;
-  decltype(&::cuInit) init = nullptr;
-  // Symbol names are the ABI versions cuda.h's macros select (e.g. cuMemAlloc_v2).
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuInit", init));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDeviceGetCount", d->deviceGetCount));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDeviceGet", d->deviceGet));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDeviceGetName", d->deviceGetName));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDeviceGetAttribute", d->deviceGetAttribute));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDevicePrimaryCtxRetain", d->primaryCtxRetain));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuDevicePrimaryCtxRelease_v2", d->primaryCtxRelease));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuCtxSetCurrent", d->ctxSetCurrent));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuCtxSynchronize", d->ctxSynchronize));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuModuleLoadData", d->moduleLoadData));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuModuleUnload", d->moduleUnload));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuModuleGetFunction", d->moduleGetFunction));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuMemAlloc_v2", d->memAlloc));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuMemFree_v2", d->memFree));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuMemcpyHtoD_v2", d->memcpyHtoD));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuMemcpyDtoH_v2", d->memcpyDtoH));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuLaunchKernel", d->launchKernel));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuGetErrorName", d->getErrorName));
-  INGOT_RETURN_IF_ERROR(resolve(library, "cuGetErrorString", d->getErrorString));
-  INGOT_RETURN_IF_ERROR(d->check("cuInit", init(0)));
+  d->library_ = library;  // closed by the destructor, also on the error paths below
+#define INGOT_CUDA_RESOLVE(member, api) \
+  INGOT_RETURN_IF_ERROR(resolve(library, path, INGOT_CUDA_SYMBOL(api), d->member));
+  INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_RESOLVE)
+#undef INGOT_CUDA_RESOLVE
+  INGOT_RETURN_IF_ERROR(d->check("cuInit", d->init(0)));
   return d;
 }
 

@@ -71,6 +71,10 @@ struct LlamaProgramOptions {
   /// full weights are drawn exactly as for tp = 1, so both artifacts hold the same model.
   /// f32 weights with a blob only, without biases, quantization, drafts or extra inputs.
   int32_t tp = 1;
+  /// Kernels for the fake libcuda (runtime/backend/cuda/fake_libcuda.h): every f32 fused
+  /// kernel and a decode and combine kernel, each a text "cubin" for sm_90 naming its
+  /// entry point, linked as a compiled artifact's are. For CPU tests of the CUDA backend.
+  bool fake_cuda_kernels = false;
 };
 
 /// Writes the artifact into memory (sharded when options.tp > 1).

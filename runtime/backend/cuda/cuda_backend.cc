@@ -1,0 +1,451 @@
+// CudaBackend: device setup, kernels, KV pool, and steps replayed as CUDA graphs or run eagerly.
+#include "runtime/backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/backend/cuda/cuda_backend_state.h"
+
+namespace ingot {
+namespace {
+
+using schema::OpKind;
+
+/// GPU memory kept out of the KV pool for what is allocated after it (graphs, cuBLASLt's
+/// internal state, buffers that grow with longer prefills).
+constexpr uint64_t kReserveBytes = 512ull << 20;
+/// Split-KV partials of an eager step stay under this many bytes.
+constexpr uint64_t kMaxPartialBytes = 64ull << 20;
+/// Key tile of the decode kernel (codegen kDecodeKeyTile).
+constexpr int32_t kDecodeKeyTile = 32;
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
+/// Bytes of one element of an extra attention operand (i1 takes a byte, as on the CPU).
+size_t operandElementBytes(RegionType t) {
+  const unsigned bits = typeBitWidth(t);
+  return bits <= 8 ? 1 : bits / 8;
+}
+
+/// The device, context and stream of `options.device`.
+Status openDevice(CudaBackendState& s, int ordinal) {
+  CudaDriver& cu = *s.cu;
+  int count = 0;
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetCount", cu.deviceGetCount(&count)));
+  if (count == 0) return notFound("the NVIDIA driver sees no CUDA device");
+  if (ordinal < 0 || ordinal >= count)
+    return invalidArgument("CUDA device " + std::to_string(ordinal) + " does not exist (" +
+                           std::to_string(count) + " present)");
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGet", cu.deviceGet(&s.device, ordinal)));
+  char name[256] = {0};
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetName", cu.deviceGetName(name, sizeof(name) - 1, s.device)));
+  s.gpu.name = name;
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetAttribute",
+      cu.deviceGetAttribute(&s.gpu.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s.device)));
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetAttribute",
+      cu.deviceGetAttribute(&s.gpu.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s.device)));
+  INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetAttribute",
+      cu.deviceGetAttribute(&s.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s.device)));
+  if (s.gpu.major < 8)
+    return unimplemented(s.gpu.name + " (sm_" + std::to_string(s.gpu.major) +
+                         std::to_string(s.gpu.minor) + "): the CUDA backend needs sm_80 or newer");
+  INGOT_RETURN_IF_ERROR(cu.check("cuDevicePrimaryCtxRetain", cu.primaryCtxRetain(&s.context, s.device)));
+  s.context_retained = true;
+  INGOT_RETURN_IF_ERROR(cu.check("cuCtxSetCurrent", cu.ctxSetCurrent(s.context)));
+  return cu.check("cuStreamCreate", cu.streamCreate(&s.stream, CU_STREAM_NON_BLOCKING));
+}
+
+/// What the CUDA backend cannot run yet, as an error naming it (ok when all is supported).
+Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t program) {
+  if (plan.world_size > 1)
+    return unimplemented("tensor-parallel artifacts (" + std::to_string(plan.world_size) +
+                         " ranks) need one process per GPU, which is not built yet; run them "
+                         "on the CPU backend");
+  if (plan.kv_dtype != KvDtype::kF32)
+    return unimplemented("an fp8 KV cache is not supported by the CUDA backend yet");
+  const schema::ProgramDef* def = artifact.manifest().programs()->Get(program);
+  for (uint32_t b = 0; def->buffers() && b < def->buffers()->size(); ++b) {
+    const schema::BufferDef* buffer = def->buffers()->Get(b);
+    if (buffer->kind() == schema::BufferKind::Activation && buffer->dtype() != schema::DType::F32)
+      return unimplemented("activation " + (buffer->name() ? buffer->name()->str() : std::to_string(b)) +
+                           " is " + schema::EnumNameDType(buffer->dtype()) +
+                           "; the CUDA backend runs f32 activations only so far");
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlannedStep& p = plan.steps[i];
+    const std::string where = "step " + std::to_string(i) + ": ";
+    if (p.quantized)
+      return unimplemented(where + "quantized weight " + p.weight.name +
+                           " is not supported by the CUDA backend yet (compile without --quant)");
+    switch (p.op) {
+      case OpKind::Embedding: case OpKind::RmsNorm: case OpKind::Linear: case OpKind::Rope:
+      case OpKind::KvWrite: case OpKind::Attention: case OpKind::SiluMul: case OpKind::Add:
+      case OpKind::Logits:
+        break;
+      default:
+        return unimplemented(where + schema::EnumNameOpKind(p.op) +
+                             " is not supported by the CUDA backend yet");
+    }
+    if (p.op == OpKind::Logits && plan.buffers[p.outputs[0]].kind != schema::BufferKind::Output)
+      return unimplemented(where + "a vocabulary-parallel head is not supported on CUDA yet");
+  }
+  return okStatus();
+}
+
+/// The fused kernels and each attention step's decode and combine kernels.
+Status resolveKernels(CudaBackendState& s, int32_t program) {
+  const KernelModules& m = *s.modules;
+  auto fused = [&](const char* op, LoadedKernel* out) -> Status {
+    const std::string name = std::string("ingot_fused_") + op + "_f32";
+    StatusOr<LoadedKernel> k = m.find(name);
+    if (!k.ok())
+      return notFound("the artifact has no CUDA kernel " + name +
+                      "; compile it with --cuda-targets (the default where NVRTC is present)");
+    *out = *k;
+    return okStatus();
+  };
+  FusedKernels& f = s.fused;
+  INGOT_RETURN_IF_ERROR(fused("embedding", &f.embedding));
+  INGOT_RETURN_IF_ERROR(fused("rms_norm_residual", &f.rms_norm));
+  INGOT_RETURN_IF_ERROR(fused("rope_kv_write", &f.rope_kv));
+  INGOT_RETURN_IF_ERROR(fused("silu_mul", &f.silu_mul));
+  INGOT_RETURN_IF_ERROR(fused("add", &f.add));
+  INGOT_RETURN_IF_ERROR(fused("add_bias", &f.add_bias));
+  INGOT_RETURN_IF_ERROR(fused("to_bf16", &f.to_bf16));
+  INGOT_RETURN_IF_ERROR(fused("gather_rows", &f.gather_rows));
+  const schema::Manifest& manifest = s.artifact->manifest();
+  const schema::ProgramDef* def = manifest.programs()->Get(program);
+  for (size_t i = 0; i < s.plan->steps.size(); ++i) {
+    const PlannedStep& p = s.plan->steps[i];
+    if (p.op != OpKind::Attention) continue;
+    const int32_t kernel = def->steps()->Get(static_cast<uint32_t>(i))->kernel();
+    const std::string where = "attention step " + std::to_string(i);
+    if (kernel < 0 || !manifest.kernels() || kernel >= static_cast<int32_t>(manifest.kernels()->size()))
+      return notFound(where + " has no CUDA kernel (head dim " + std::to_string(p.attention.head_dim) +
+                      ", " + std::to_string(p.attention.num_heads / std::max<int64_t>(1, p.attention.num_kv_heads)) +
+                      " query heads per kv head): the compiler made none for this shape, or the "
+                      "artifact was compiled with --cuda-targets none");
+    const std::string name = manifest.kernels()->Get(kernel)->name()->str();
+    INGOT_ASSIGN_OR_RETURN(s.steps[i].attention, m.find(name));
+    // codegen::combineKernelName(kF32, D): the combine kernel every f32 variant shares.
+    INGOT_ASSIGN_OR_RETURN(s.steps[i].combine,
+                           m.find("ingot_decode_combine_f32_d" + std::to_string(p.attention.head_dim)));
+    s.max_heads = std::max(s.max_heads, p.attention.num_heads);
+    s.head_dim = std::max(s.head_dim, p.attention.head_dim);
+  }
+  return okStatus();
+}
+
+/// Split-KV of the decode graph of `bucket` requests: planned for the longest sequence its
+/// block tables can hold, so every key of every request falls in some split.
+SplitPlan graphSplit(const CudaBackendState& s, int32_t bucket) {
+  return chooseSplits(int64_t{s.max_blocks_per_request} * s.shape.kv_block_size,
+                      int64_t{bucket} * s.plan->kv_layout.num_kv_heads, s.sms, kDecodeKeyTile);
+}
+
+}  // namespace
+
+CudaBackendState::~CudaBackendState() {
+  if (!cu) return;
+  if (context) cu->ctxSetCurrent(context);
+  if (stream) cu->streamSynchronize(stream);
+  dropGraphs();
+  // Device memory goes before the context it lives in is released.
+  buffers = StepBuffers();
+  kv_pool.reset();
+  weight_memory.clear();
+  workspace.reset();
+  errors.reset();
+  errors_host.reset();
+  blas.reset();
+  modules.reset();
+  if (stream) cu->streamDestroy(stream);
+  if (context_retained) cu->primaryCtxRelease(device);
+}
+
+Status CudaBackendState::makeCurrent() {
+  return cu->check("cuCtxSetCurrent", cu->ctxSetCurrent(context));
+}
+
+void CudaBackendState::dropGraphs() {
+  for (auto& [bucket, exec] : graphs) cu->graphExecDestroy(exec);
+  graphs.clear();
+}
+
+CudaBackend::CudaBackend() : s_(std::make_unique<CudaBackendState>()) {}
+CudaBackend::~CudaBackend() = default;
+
+StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artifact,
+                                                           const CudaBackendOptions& options) {
+  std::unique_ptr<CudaBackend> backend(new CudaBackend());
+  CudaBackendState& s = *backend->s_;
+  s.artifact = &artifact;
+  const schema::Manifest& manifest = artifact.manifest();
+  if (!manifest.programs() || options.program < 0 ||
+      options.program >= static_cast<int32_t>(manifest.programs()->size()))
+    return invalidArgument("cuda backend: the artifact has no program " + std::to_string(options.program));
+  s.weights = std::make_unique<WeightStore>(artifact, manifest.programs()->Get(options.program)->tp_rank());
+  StatusOr<ProgramPlan> plan = planProgram(artifact, *s.weights, options.program);
+  if (!plan.ok()) return plan.status().withPrefix("cuda backend");
+  s.plan = std::make_unique<ProgramPlan>(std::move(*plan));
+  INGOT_RETURN_IF_ERROR(checkSupported(artifact, *s.plan, options.program).withPrefix("cuda backend"));
+  if (options.kv_dtype && *options.kv_dtype != KvDtype::kF32)
+    return unimplemented("cuda backend: --kv-dtype fp8 is not supported on CUDA yet");
+  const schema::ModelConfigDef& config = *manifest.config();
+  s.shape.vocab_size = config.vocab_size();
+  s.shape.kv_block_size = static_cast<int32_t>(s.plan->kv_layout.block_size);
+  s.max_model_len = options.max_model_len > 0 ? options.max_model_len
+                                              : std::max<int64_t>(config.max_context(), 1);
+  s.max_blocks_per_request =
+      static_cast<int32_t>((s.max_model_len + s.shape.kv_block_size - 1) / s.shape.kv_block_size);
+  s.tree_inputs = programTakesTreeInputs(*manifest.programs()->Get(options.program),
+                                         s.plan->num_extra_inputs);
+  for (const PlannedStep& p : s.plan->steps)
+    if (p.op == OpKind::Linear || p.op == OpKind::Logits)
+      s.max_linear_k = std::max(s.max_linear_k, p.weight.cols());
+
+  StatusOr<std::unique_ptr<CudaDriver>> driver = CudaDriver::load();
+  if (!driver.ok()) return driver.status().withPrefix("cuda backend");
+  s.cu = std::move(driver).value();
+  CudaDriver& cu = *s.cu;
+  INGOT_RETURN_IF_ERROR(openDevice(s, options.device).withPrefix("cuda backend"));
+  StatusOr<std::unique_ptr<KernelModules>> modules =
+      KernelModules::load(cu, artifact, s.gpu, options.kernels);
+  if (!modules.ok()) return modules.status().withPrefix("cuda backend");
+  s.modules = std::move(modules).value();
+  s.kernel_report = s.modules->report();
+  s.steps.resize(s.plan->steps.size());
+  INGOT_RETURN_IF_ERROR(resolveKernels(s, options.program).withPrefix("cuda backend"));
+  StatusOr<std::unique_ptr<CublasLt>> blas = CublasLt::load();
+  if (!blas.ok()) return blas.status().withPrefix("cuda backend");
+  s.blas = std::move(blas).value();
+  INGOT_RETURN_IF_ERROR(s.workspace.allocate(cu, CublasLt::kWorkspaceBytes, "the cuBLASLt workspace"));
+  INGOT_RETURN_IF_ERROR(s.errors.allocate(cu, 8, "error words"));
+  INGOT_RETURN_IF_ERROR(s.errors_host.allocate(cu, 8, "error words"));
+  INGOT_RETURN_IF_ERROR(uploadWeights(s).withPrefix("cuda backend"));
+
+  // Buffers for the largest decode graph and a first prefill, before the KV pool takes
+  // the rest of the memory.
+  s.buckets = decodeBuckets(std::max(options.max_graph_batch, 0));
+  const int32_t graphBatch = s.buckets.empty() ? 1 : s.buckets.back();
+  StepDims first;
+  first.tokens = std::max(graphBatch, 512);
+  first.requests = graphBatch;
+  first.max_blocks = s.max_blocks_per_request;
+  first.logit_rows = graphBatch;
+  INGOT_RETURN_IF_ERROR(ensureBuffers(s, first, graphSplit(s, 1).num_splits).withPrefix("cuda backend"));
+
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const uint64_t blockBytes = static_cast<uint64_t>(kv.blockFloats()) * 4;
+  int64_t blocks = options.num_kv_blocks;
+  if (blocks <= 0) {
+    size_t free = 0, total = 0;
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemGetInfo", cu.memGetInfo(&free, &total)).withPrefix("cuda backend"));
+    INGOT_ASSIGN_OR_RETURN(blocks, kvBlocksForMemory(free, total, options.gpu_memory_utilization,
+                                                     kReserveBytes, blockBytes,
+                                                     s.max_blocks_per_request));
+  }
+  s.num_kv_blocks = blocks;
+  INGOT_RETURN_IF_ERROR(s.kv_pool.allocate(cu, static_cast<size_t>(blocks) * blockBytes, "the KV pool")
+                            .withPrefix("cuda backend"));
+  INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
+                                 cu.memsetD32Async(s.kv_pool.ptr(), 0, s.kv_pool.bytes() / 4, s.stream)));
+  INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)));
+  return backend;
+}
+
+Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
+  CudaBackendState& s = *s_;
+  CudaDriver& cu = *s.cu;
+  // The engine may step from another thread than the one that created the backend.
+  INGOT_RETURN_IF_ERROR(s.makeCurrent());
+  INGOT_RETURN_IF_ERROR(in.validate(s.shape, s.num_kv_blocks));
+  const bool defaultTrees = s.tree_inputs && in.extra_inputs.empty();
+  if (!defaultTrees && static_cast<int32_t>(in.extra_inputs.size()) < s.plan->num_extra_inputs)
+    return invalidArgument("step: the program takes " + std::to_string(s.plan->num_extra_inputs) +
+                           " extra inputs, " + std::to_string(in.extra_inputs.size()) + " given");
+  if (!defaultTrees)
+    for (const PlannedStep& p : s.plan->steps) {
+      if (p.op != OpKind::Attention || p.extra_inputs.empty()) continue;
+      std::vector<RegionOperandView> views;
+      for (int32_t e : p.extra_inputs) views.push_back(in.extra_inputs[e]);
+      for (const RegionProgram* r : {p.attention.variant.mask, p.attention.variant.score})
+        if (r) INGOT_RETURN_IF_ERROR(r->checkOperands(views.data(), views.size()));
+    }
+  const int64_t V = s.shape.vocab_size;
+  const size_t L = in.logit_rows.size();
+  logits->assign(L * static_cast<size_t>(V), 0.0f);
+  s.last_bucket = 0;
+  if (in.tokens.empty()) return okStatus();
+
+  // A decode step replays its bucket's graph; anything else runs eagerly at its own size.
+  int32_t bucket = -1;
+  if (isPlainDecode(in) && in.max_blocks_per_request <= s.max_blocks_per_request)
+    bucket = decodeBucket(in.numTokens(), s.buckets);
+  StepDims dims;
+  SplitPlan split;
+  if (bucket > 0) {
+    dims = StepDims{bucket, bucket, s.max_blocks_per_request, bucket};
+    split = graphSplit(s, bucket);
+  } else {
+    dims = stepDims(in);
+    const int32_t maxLen = *std::max_element(in.seq_lens.begin(), in.seq_lens.end());
+    split = chooseSplits(maxLen, int64_t{in.num_requests} * s.plan->kv_layout.num_kv_heads, s.sms,
+                         kDecodeKeyTile);
+    const uint64_t perSplit = static_cast<uint64_t>(dims.tokens) * std::max<int64_t>(s.max_heads, 1) *
+                              (std::max<int64_t>(s.head_dim, 1) + 2) * 4;
+    while (split.num_splits > 1 && perSplit * split.num_splits > kMaxPartialBytes)
+      split = chooseSplits(maxLen, int64_t{in.num_requests} * s.plan->kv_layout.num_kv_heads,
+                           std::max(1, s.sms / 2), kDecodeKeyTile, split.keys_per_split * 2);
+  }
+  INGOT_RETURN_IF_ERROR(ensureBuffers(s, dims, split.num_splits));
+  StepBuffers& b = s.buffers;
+  INGOT_RETURN_IF_ERROR(packStepInputs(in, dims, 0, static_cast<int32_t*>(b.inputs_host.data())));
+
+  // Extra attention operands: the no-tree default points at the packed seq_lens (a tree
+  // that starts at each request's KV length is plain causal attention) and zero bits.
+  std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>> extra;
+  if (defaultTrees) {
+    const CUdeviceptr lens = b.inputs.ptr() + static_cast<CUdeviceptr>(stepLayout(dims).seq_lens) * 4;
+    extra.push_back({lens, {dims.requests}});
+    extra.push_back({b.tree_bits.ptr(), {dims.requests, 1, 1}});
+  } else if (!in.extra_inputs.empty()) {
+    size_t total = 0;
+    std::vector<size_t> offsets;
+    for (const RegionOperandView& v : in.extra_inputs) {
+      size_t n = operandElementBytes(v.element_type);
+      for (uint32_t r = 0; r < v.rank; ++r) n *= static_cast<size_t>(v.shape[r]);
+      offsets.push_back(total);
+      total = (total + n + 255) / 256 * 256;
+    }
+    if (b.extra.bytes() < total) {
+      INGOT_RETURN_IF_ERROR(b.extra.allocate(cu, 2 * total, "extra attention operands"));
+      INGOT_RETURN_IF_ERROR(b.extra_host.allocate(cu, 2 * total, "extra attention operands"));
+    }
+    for (size_t i = 0; i < in.extra_inputs.size(); ++i) {
+      const RegionOperandView& v = in.extra_inputs[i];
+      size_t n = operandElementBytes(v.element_type);
+      std::vector<int64_t> shape(v.shape, v.shape + v.rank);
+      for (int64_t d : shape) n *= static_cast<size_t>(d);
+      std::memcpy(static_cast<char*>(b.extra_host.data()) + offsets[i], v.data, n);
+      extra.push_back({b.extra.ptr() + offsets[i], shape});
+    }
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemcpyHtoDAsync",
+                                   cu.memcpyHtoDAsync(b.extra.ptr(), b.extra_host.data(), total, s.stream)));
+  }
+
+  // A bucket's first step runs eagerly at the bucket's shape (cuBLASLt picks its algorithms
+  // and the driver loads lazily loaded kernels outside any capture); its second is captured.
+  const bool replay = bucket > 0 && (s.graphs.count(bucket) || s.warmed.count(bucket));
+  if (bucket > 0 && !replay) s.warmed.insert(bucket);
+  if (replay) {
+    auto it = s.graphs.find(bucket);
+    if (it == s.graphs.end()) {
+      INGOT_RETURN_IF_ERROR(cu.check("cuStreamBeginCapture",
+                                     cu.streamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+      Status enqueued = enqueueStep(s, dims, split, extra);
+      CUgraph graph = nullptr;
+      Status ended = cu.check("cuStreamEndCapture", cu.streamEndCapture(s.stream, &graph));
+      if (!enqueued.ok() || !ended.ok()) {
+        if (graph) cu.graphDestroy(graph);
+        return (enqueued.ok() ? ended : enqueued).withPrefix("capturing the decode graph of batch " +
+                                                             std::to_string(bucket));
+      }
+      CUgraphExec exec = nullptr;
+      Status made = cu.check("cuGraphInstantiate", cu.graphInstantiate(&exec, graph, 0));
+      cu.graphDestroy(graph);
+      INGOT_RETURN_IF_ERROR(made.withPrefix("decode graph of batch " + std::to_string(bucket)));
+      it = s.graphs.emplace(bucket, exec).first;
+    }
+    INGOT_RETURN_IF_ERROR(cu.check("cuGraphLaunch", cu.graphLaunch(it->second, s.stream)));
+    s.last_bucket = bucket;
+  } else {
+    INGOT_RETURN_IF_ERROR(enqueueStep(s, dims, split, extra));
+    s.last_bucket = bucket > 0 ? -bucket : 0;
+  }
+  INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix("step"));
+  const uint32_t* err = static_cast<const uint32_t*>(s.errors_host.data());
+  if (err[0] != 0)
+    return invalidArgument("step: token " + std::to_string(in.tokens[err[0] - 1]) +
+                           " is outside the vocabulary");
+  if (err[1] != 0)
+    return invalidArgument(std::string("step: an attention region trapped (") +
+                           ((err[1] & 1u) ? "integer division by zero " : "") +
+                           ((err[1] & 2u) ? "operand index out of range " : "") +
+                           ((err[1] & 4u) ? "poison value" : "") + ")");
+  std::memcpy(logits->data(), b.logits_host.data(), L * static_cast<size_t>(V) * sizeof(float));
+  return okStatus();
+}
+
+Status CudaBackend::copyKvBlocks(int64_t src, int64_t dst) {
+  CudaBackendState& s = *s_;
+  if (src < 0 || src >= s.num_kv_blocks || dst < 0 || dst >= s.num_kv_blocks)
+    return invalidArgument("copyKvBlocks: block " +
+                           std::to_string(src < 0 || src >= s.num_kv_blocks ? src : dst) +
+                           " is outside the pool of " + std::to_string(s.num_kv_blocks));
+  if (src == dst) return okStatus();
+  INGOT_RETURN_IF_ERROR(s.makeCurrent());
+  const size_t bytes = static_cast<size_t>(s.plan->kv_layout.blockFloats()) * 4;
+  INGOT_RETURN_IF_ERROR(s.cu->check("cuMemcpyDtoDAsync",
+      s.cu->memcpyDtoDAsync(s.kv_pool.ptr() + dst * bytes, s.kv_pool.ptr() + src * bytes, bytes, s.stream)));
+  return s.cu->check("cuStreamSynchronize", s.cu->streamSynchronize(s.stream));
+}
+
+Status CudaBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) {
+  CudaBackendState& s = *s_;
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const int64_t slots = s.num_kv_blocks * kv.block_size;
+  for (const auto& [from, to] : moves)
+    if (from < 0 || to < 0 || from >= slots || to >= slots)
+      return invalidArgument("copyKvSlots: slot " + std::to_string(from < 0 || from >= slots ? from : to) +
+                             " outside the pool of " + std::to_string(slots) + " slots");
+  INGOT_RETURN_IF_ERROR(s.makeCurrent());
+  const size_t row = static_cast<size_t>(kv.rowFloats()) * 4;
+  // In order on one stream: a later move sees the rows an earlier one wrote.
+  for (const auto& [from, to] : moves) {
+    if (from == to) continue;
+    for (int64_t layer = 0; layer < kv.num_layers; ++layer)
+      for (int64_t k = 0; k < 2; ++k) {
+        const CUdeviceptr d = s.kv_pool.ptr() + kv.rowOffset(to / kv.block_size, layer, k, to % kv.block_size) * 4;
+        const CUdeviceptr f = s.kv_pool.ptr() + kv.rowOffset(from / kv.block_size, layer, k, from % kv.block_size) * 4;
+        INGOT_RETURN_IF_ERROR(s.cu->check("cuMemcpyDtoDAsync", s.cu->memcpyDtoDAsync(d, f, row, s.stream)));
+      }
+  }
+  return s.cu->check("cuStreamSynchronize", s.cu->streamSynchronize(s.stream));
+}
+
+int64_t CudaBackend::numKvBlocks() const { return s_->num_kv_blocks; }
+int64_t CudaBackend::vocabSize() const { return s_->shape.vocab_size; }
+int32_t CudaBackend::numExtraInputs() const { return s_->plan->num_extra_inputs; }
+bool CudaBackend::takesTreeInputs() const { return s_->tree_inputs; }
+uint64_t CudaBackend::matrixBytes() const { return s_->plan->matrix_bytes; }
+int32_t CudaBackend::lastGraphBucket() const { return s_->last_bucket; }
+const KernelLoadReport& CudaBackend::kernelReport() const { return s_->kernel_report; }
+double CudaBackend::uploadSeconds() const { return s_->upload_seconds; }
+uint64_t CudaBackend::uploadBytes() const { return s_->upload_bytes; }
+
+std::string CudaBackend::describe() const {
+  const CudaBackendState& s = *s_;
+  const KernelLoadReport& k = s.kernel_report;
+  return s.gpu.name + " (sm_" + std::to_string(s.gpu.major) + std::to_string(s.gpu.minor) + ", " +
+         std::to_string(s.sms) + " SMs), weights " + gib(s.weight_device_bytes) + " on the GPU (" +
+         std::to_string(s.upload_seconds).substr(0, 5) + " s), KV " + std::to_string(s.num_kv_blocks) +
+         " blocks (" + gib(s.kv_pool.bytes()) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
+         std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX, decode graphs up to batch " +
+         std::to_string(s.buckets.empty() ? 0 : s.buckets.back());
+}
+
+Status cudaDeviceAvailable() {
+  StatusOr<std::unique_ptr<CudaDriver>> driver = CudaDriver::load();
+  if (!driver.ok()) return driver.status();
+  int count = 0;
+  INGOT_RETURN_IF_ERROR((*driver)->check("cuDeviceGetCount", (*driver)->deviceGetCount(&count)));
+  if (count == 0) return notFound("the NVIDIA driver sees no CUDA device");
+  return okStatus();
+}
+
+}  // namespace ingot

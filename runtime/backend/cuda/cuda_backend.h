@@ -1,0 +1,102 @@
+// CudaBackend: runs an artifact's serving-step program on one NVIDIA GPU (driver API,
+// the artifact's kernels, cuBLASLt), with decode steps replayed as CUDA graphs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/backend.h"
+#include "runtime/backend/cuda/kernel_modules.h"
+#include "runtime/backend/kv_dtype.h"
+#include "runtime/backend/step_inputs.h"
+#include "runtime/base/status.h"
+
+namespace ingot {
+
+struct CudaBackendOptions {
+  /// CUDA device ordinal.
+  int device = 0;
+  /// Fraction of the GPU's memory this process may fill (weights, buffers, KV pool), as
+  /// vLLM's --gpu-memory-utilization; memory other processes use counts against it.
+  double gpu_memory_utilization = 0.9;
+  /// Blocks in the KV pool; 0 = as many as gpu_memory_utilization leaves.
+  int64_t num_kv_blocks = 0;
+  /// Longest sequence the engine will run (0 = the model's max_context): the fewest KV
+  /// blocks accepted and the block-table width of the decode graphs.
+  int64_t max_model_len = 0;
+  /// Decode steps of up to this many requests replay CUDA graphs (0 = no graphs).
+  int32_t max_graph_batch = 128;
+  /// Element type of the KV pool; unset = the program's. Only f32 runs on CUDA so far.
+  std::optional<KvDtype> kv_dtype;
+  /// Which program: 0 = the main one.
+  int32_t program = 0;
+  /// Kernel binaries: the PTX JIT cache, and forcing the PTX path.
+  KernelModuleOptions kernels;
+};
+
+struct CudaBackendState;
+
+/// Executes programs[0] with f32 activations and an f32 paged KV pool in GPU memory, the
+/// layout the CPU backend uses. Linear and logits weights live on the GPU in bf16 and run
+/// through cuBLASLt (bf16 inputs, f32 accumulation and output); embeddings, norms, biases
+/// and rope frequencies stay f32. Attention uses the artifact's generated split-KV paged
+/// kernels (1..N query tokens per request); the fused kernels of the artifact do the rest.
+/// A step whose requests each bring one token (a decode step) of at most max_graph_batch
+/// requests replays a CUDA graph captured once per batch-size bucket; every other step
+/// (prefill, chunks, speculative trees) is launched eagerly with its own shape.
+/// Every CUDA call is checked; an error names the call and the step.
+/// Not supported yet (create() says so): quantized weights, fp8 KV, layer_norm, gelu,
+/// tensor-parallel artifacts, bf16 activations.
+class CudaBackend final : public Backend {
+ public:
+  /// Loads the driver and cuBLASLt, picks the device, loads the kernels (cubin, else PTX
+  /// through the JIT cache), uploads the weights through pinned staging buffers (two, so
+  /// host conversion overlaps the copies) and sizes the KV pool from free memory.
+  static StatusOr<std::unique_ptr<CudaBackend>> create(const Artifact& artifact,
+                                                       const CudaBackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Status step(const StepInputs& inputs, std::vector<float>* logits) override;
+  Status copyKvBlocks(int64_t src, int64_t dst) override;
+  Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
+
+  int64_t numKvBlocks() const override;
+  int64_t vocabSize() const override;
+  int32_t numExtraInputs() const override;
+  bool takesTreeInputs() const override;
+  /// Attention and linear layers both run at tensor-core-ish rates here: 1.
+  double attentionMacCost() const override { return 1.0; }
+  int numThreads() const override { return 1; }
+  uint64_t matrixBytes() const override;
+  KvDtype kvDtype() const override { return KvDtype::kF32; }
+
+  /// "NVIDIA H200 (sm_90), 12.3 GiB weights, KV 30000 blocks, graphs <= 128": the
+  /// startup line.
+  std::string describe() const;
+  /// What the last step did: replayed a decode graph (its bucket, > 0), ran eagerly at a
+  /// bucket's shape before capturing it (-bucket), or ran eagerly at its own shape (0).
+  int32_t lastGraphBucket() const;
+  /// How the kernels were loaded (cubins, PTX JIT, from the cache).
+  const KernelLoadReport& kernelReport() const;
+  /// Seconds the weight upload took, and its bytes (host side, before conversion).
+  double uploadSeconds() const;
+  uint64_t uploadBytes() const;
+
+ private:
+  CudaBackend();
+  std::unique_ptr<CudaBackendState> s_;
+};
+
+/// Whether this machine has a CUDA driver with at least one device (for --device auto and
+/// for GPU tests that skip, saying why): ok, or the reason there is none.
+Status cudaDeviceAvailable();
+
+}  // namespace ingot

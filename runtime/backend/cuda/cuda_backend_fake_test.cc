@@ -1,0 +1,311 @@
+// CudaBackend's control flow on the CPU, over a fake libcuda (host memory, launches recorded,
+// graphs replay their captured launches) and a fake libcublasLt (GEMM shapes recorded): what
+// each step launches and with which grids, decode graphs warmed up, captured and replayed,
+// buffers that grow dropping their graphs, bad steps refused before any launch, and the
+// errors of unsupported artifacts. No kernel runs, so no logits are checked here; the GPU
+// test (test/gpu/cuda_backend_test.cc) checks those against the CPU backend.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/fake_libcuda.h"
+#include "runtime/backend/testing/llama_program.h"
+#include "runtime/backend/testing/step_builder.h"
+
+namespace ingot {
+namespace {
+
+using testing::makeStep;
+using testing::Sequence;
+
+struct Launch {
+  std::string name;
+  unsigned dims[6];
+  bool fromGraph;
+};
+
+class CudaBackendFakeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Opened by path first, the fake (soname libcuda.so.1) is what CudaDriver's
+    // dlopen("libcuda.so.1") gets; cuBLASLt is taken from $INGOT_CUBLASLT_LIBRARY.
+    driver_ = ::dlopen(INGOT_FAKE_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
+    blas_ = ::dlopen(INGOT_FAKE_CUBLASLT, RTLD_NOW | RTLD_GLOBAL);
+    ::setenv("INGOT_CUBLASLT_LIBRARY", INGOT_FAKE_CUBLASLT, 1);
+  }
+  void SetUp() override {
+    ASSERT_NE(driver_, nullptr) << ::dlerror();
+    ASSERT_NE(blas_, nullptr) << ::dlerror();
+    reinterpret_cast<FakeCudaResetFn>(::dlsym(driver_, "fakeCudaReset"))();
+    reinterpret_cast<void (*)()>(::dlsym(blas_, "fakeCublasLtReset"))();
+  }
+
+  std::unique_ptr<Artifact> artifact(testing::LlamaProgramOptions o) {
+    o.fake_cuda_kernels = true;
+    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
+    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+    StatusOr<Artifact> a = Artifact::openFromMemory(*bytes);
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    return std::make_unique<Artifact>(std::move(*a));
+  }
+  std::unique_ptr<CudaBackend> backend(const Artifact& a, int32_t graphs = 16) {
+    CudaBackendOptions o;
+    o.num_kv_blocks = 64;
+    o.max_model_len = 256;
+    o.max_graph_batch = graphs;
+    o.kernels.ptx_cache_dir = "none";
+    StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(a, o);
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    return b.ok() ? std::move(b).value() : nullptr;
+  }
+  std::vector<Launch> launches() {
+    auto count = reinterpret_cast<FakeCudaLaunchCountFn>(::dlsym(driver_, "fakeCudaLaunchCount"));
+    auto get = reinterpret_cast<FakeCudaLaunchFn>(::dlsym(driver_, "fakeCudaLaunch"));
+    std::vector<Launch> out;
+    for (int i = 0; i < count(); ++i) {
+      Launch l;
+      int fromGraph = 0;
+      l.name = get(i, l.dims, &fromGraph);
+      l.fromGraph = fromGraph != 0;
+      out.push_back(l);
+    }
+    return out;
+  }
+  const FakeCudaStats& stats() {
+    return *reinterpret_cast<FakeCudaStatsFn>(::dlsym(driver_, "fakeCudaStats"))();
+  }
+  /// (rows, cols) of A, B and D of every GEMM since the reset.
+  std::vector<std::vector<int64_t>> gemms() {
+    auto count = reinterpret_cast<int (*)()>(::dlsym(blas_, "fakeCublasLtCallCount"));
+    auto get = reinterpret_cast<void (*)(int, int64_t*)>(::dlsym(blas_, "fakeCublasLtCall"));
+    std::vector<std::vector<int64_t>> out;
+    for (int i = 0; i < count(); ++i) {
+      std::vector<int64_t> shape(6);
+      get(i, shape.data());
+      out.push_back(shape);
+    }
+    return out;
+  }
+  std::vector<int32_t> randomTokens(int n, int vocab) {
+    std::vector<int32_t> t(n);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+    return t;
+  }
+
+  static void* driver_;
+  static void* blas_;
+  std::mt19937 rng{std::random_device{}()};
+};
+void* CudaBackendFakeTest::driver_ = nullptr;
+void* CudaBackendFakeTest::blas_ = nullptr;
+
+size_t countOf(const std::vector<Launch>& ls, const std::string& name) {
+  size_t n = 0;
+  for (const Launch& l : ls) n += l.name == name;
+  return n;
+}
+
+TEST_F(CudaBackendFakeTest, PrefillLaunchesEveryStepWithItsGridAndGemmShapes) {
+  testing::LlamaProgramOptions o;  // 2 layers, 4 q / 2 kv heads of 16, vocab 256
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->describe().find("Fake GPU"), std::string::npos) << b->describe();
+  SetUp();  // forget what loading did
+  Sequence seq;
+  seq.tokens = randomTokens(12, o.vocab);
+  seq.blocks = {3, 9};
+  std::vector<float> logits;
+  ASSERT_TRUE(b->step(makeStep({&seq}, {12}, o.block_size), &logits).ok());
+  EXPECT_EQ(logits.size(), static_cast<size_t>(12 * o.vocab));
+  EXPECT_EQ(b->lastGraphBucket(), 0) << "a prefill runs eagerly";
+  const std::vector<Launch> ls = launches();
+  ASSERT_FALSE(ls.empty());
+  EXPECT_EQ(ls.front().name, "ingot_fused_embedding_f32");
+  EXPECT_EQ(ls.front().dims[0], 12u) << "one CTA per token";
+  EXPECT_EQ(ls.front().dims[3], 256u);
+  EXPECT_EQ(countOf(ls, "ingot_fused_embedding_f32"), 1u);
+  EXPECT_EQ(countOf(ls, "ingot_fused_gather_rows_f32"), 1u);
+  // Per layer: q/k rope and a kv write (one kernel), attention, silu_mul, two adds.
+  EXPECT_EQ(countOf(ls, "ingot_fused_rope_kv_write_f32"), static_cast<size_t>(3 * o.layers));
+  EXPECT_EQ(countOf(ls, "ingot_fused_silu_mul_f32"), static_cast<size_t>(o.layers));
+  EXPECT_EQ(countOf(ls, "ingot_fused_add_f32"), static_cast<size_t>(2 * o.layers));
+  EXPECT_EQ(countOf(ls, "ingot_fused_rms_norm_residual_f32"), static_cast<size_t>(2 * o.layers + 1));
+  size_t attention = 0;
+  for (const Launch& l : ls)
+    if (l.name.rfind("ingot_decode_test", 0) == 0) {
+      ++attention;
+      EXPECT_EQ(l.dims[0], static_cast<unsigned>(o.kv_heads)) << "grid x: kv heads";
+      EXPECT_EQ(l.dims[1], 1u) << "grid y: requests";
+      EXPECT_EQ(l.dims[3], 128u);
+    }
+  EXPECT_EQ(attention, static_cast<size_t>(o.layers));
+  // Every linear is x [12, K] . w [N, K]^T, the head [12, D] . [vocab, D]^T: in cuBLASLt's
+  // column-major terms A = w (K x N), B = x (K x 12), D = y (N x 12).
+  const auto g = gemms();
+  ASSERT_EQ(g.size(), static_cast<size_t>(7 * o.layers + 1));
+  EXPECT_EQ(countOf(ls, "ingot_fused_to_bf16_f32"), g.size()) << "each GEMM input is rounded once";
+  for (const auto& s : g) {
+    EXPECT_EQ(s[0], s[2]) << "K of A and B agree";
+    EXPECT_EQ(s[3], 12) << "B has the step's 12 rows";
+    EXPECT_EQ(s[4], s[1]) << "D has N rows";
+    EXPECT_EQ(s[5], 12);
+  }
+  EXPECT_EQ(g.back()[1], o.vocab) << "the head GEMM is last";
+}
+
+TEST_F(CudaBackendFakeTest, DecodeWarmsUpCapturesOnceAndReplaysTheSameLaunches) {
+  testing::LlamaProgramOptions o;
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  std::vector<Sequence> seqs(3);
+  std::vector<Sequence*> all;
+  for (int r = 0; r < 3; ++r) {
+    seqs[r].tokens = randomTokens(12, o.vocab);
+    seqs[r].blocks = {2 * r + 1, 2 * r + 2};
+    all.push_back(&seqs[r]);
+  }
+  std::vector<float> logits;
+  ASSERT_TRUE(b->step(makeStep(all, {8, 8, 8}, o.block_size), &logits).ok());
+  SetUp();
+  std::vector<std::vector<Launch>> perStep;
+  for (int i = 0; i < 3; ++i) {
+    const size_t before = launches().size();
+    ASSERT_TRUE(b->step(makeStep(all, {1, 1, 1}, o.block_size), &logits).ok());
+    EXPECT_EQ(logits.size(), static_cast<size_t>(3 * o.vocab));
+    const std::vector<Launch> ls = launches();
+    perStep.emplace_back(ls.begin() + static_cast<long>(before), ls.end());
+    EXPECT_EQ(b->lastGraphBucket(), i == 0 ? -4 : 4) << "3 requests take the graph of 4";
+  }
+  EXPECT_EQ(stats().captures, 1);
+  EXPECT_EQ(stats().graphLaunches, 2);
+  // The graph replays exactly what the warm-up ran: same kernels, same grids (4 padded rows).
+  ASSERT_EQ(perStep[0].size(), perStep[1].size());
+  ASSERT_EQ(perStep[1].size(), perStep[2].size());
+  for (size_t i = 0; i < perStep[0].size(); ++i) {
+    EXPECT_FALSE(perStep[0][i].fromGraph);
+    EXPECT_TRUE(perStep[1][i].fromGraph && perStep[2][i].fromGraph);
+    EXPECT_EQ(perStep[0][i].name, perStep[1][i].name);
+    for (int d = 0; d < 6; ++d) EXPECT_EQ(perStep[0][i].dims[d], perStep[2][i].dims[d]);
+  }
+  EXPECT_EQ(perStep[0].front().dims[0], 4u) << "the embedding runs over the bucket's 4 rows";
+  // Without graphs the same decode step runs eagerly at its own 3 rows.
+  auto eager = backend(*a, 0);
+  ASSERT_TRUE(eager);
+  SetUp();
+  std::vector<Sequence> copies = seqs;
+  std::vector<Sequence*> call;
+  for (Sequence& s : copies) call.push_back(&s);
+  ASSERT_TRUE(eager->step(makeStep(call, {1, 1, 1}, o.block_size), &logits).ok());
+  EXPECT_EQ(eager->lastGraphBucket(), 0);
+  EXPECT_EQ(launches().front().dims[0], 3u);
+  EXPECT_EQ(stats().captures, 0);
+}
+
+TEST_F(CudaBackendFakeTest, ALargerStepGrowsTheBuffersAndDropsStaleGraphs) {
+  testing::LlamaProgramOptions o;
+  o.max_context = 1024;
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  Sequence seq;
+  seq.tokens = randomTokens(700, o.vocab);
+  for (int k = 0; k < 44; ++k) seq.blocks.push_back(k + 1);
+  Sequence small = seq;
+  small.tokens.resize(16);
+  small.blocks = {60};
+  std::vector<float> logits;
+  // Two decode steps: warm-up, then a captured graph.
+  ASSERT_TRUE(b->step(makeStep({&small}, {8}, o.block_size), &logits).ok());
+  ASSERT_TRUE(b->step(makeStep({&small}, {1}, o.block_size), &logits).ok());
+  ASSERT_TRUE(b->step(makeStep({&small}, {1}, o.block_size), &logits).ok());
+  EXPECT_EQ(b->lastGraphBucket(), 1);
+  EXPECT_EQ(stats().liveGraphExecs, 1);
+  // 600 tokens at once: more than the first buffers hold (512), so they grow and the graph
+  // that pointed into them goes.
+  ASSERT_TRUE(b->step(makeStep({&seq}, {600}, o.block_size), &logits).ok());
+  EXPECT_EQ(stats().liveGraphExecs, 0);
+  // The next decode step is captured anew (its bucket needs no second warm-up).
+  const int captures = stats().captures;
+  ASSERT_TRUE(b->step(makeStep({&small}, {1}, o.block_size), &logits).ok());
+  EXPECT_EQ(b->lastGraphBucket(), 1);
+  EXPECT_EQ(stats().captures, captures + 1);
+  EXPECT_EQ(stats().liveGraphExecs, 1);
+}
+
+TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {
+  testing::LlamaProgramOptions o;
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  SetUp();
+  Sequence seq;
+  seq.tokens = {static_cast<int32_t>(o.vocab)};
+  seq.blocks = {0};
+  std::vector<float> logits;
+  Status s = b->step(makeStep({&seq}, {1}, o.block_size), &logits);
+  EXPECT_FALSE(s.ok());
+  Sequence outside;
+  outside.tokens = {1};
+  outside.blocks = {64};  // the pool has 64 blocks
+  EXPECT_FALSE(b->step(makeStep({&outside}, {1}, o.block_size), &logits).ok());
+  EXPECT_TRUE(launches().empty());
+  EXPECT_FALSE(b->copyKvBlocks(0, 64).ok());
+  EXPECT_FALSE(b->copyKvSlots({{0, 64 * o.block_size}}).ok());
+}
+
+TEST_F(CudaBackendFakeTest, UnsupportedArtifactsAreRefusedAtLoadNamingWhy) {
+  testing::LlamaProgramOptions quant;
+  quant.linear_quant = schema::QuantKind::Int4Group;
+  auto q = artifact(quant);
+  CudaBackendOptions options;
+  options.num_kv_blocks = 8;
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*q, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("quantized"), std::string::npos) << b.status().message();
+  // No kernels at all: the first missing fused kernel is named.
+  testing::LlamaProgramOptions plain;
+  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(plain);
+  ASSERT_TRUE(bytes.ok());
+  StatusOr<Artifact> bare = Artifact::openFromMemory(*bytes);
+  ASSERT_TRUE(bare.ok());
+  b = CudaBackend::create(*bare, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("ingot_fused_embedding_f32"), std::string::npos)
+      << b.status().message();
+  EXPECT_NE(b.status().message().find("--cuda-targets"), std::string::npos);
+  options.kv_dtype = KvDtype::kFp8E4M3;
+  auto ok = artifact(plain);
+  b = CudaBackend::create(*ok, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("fp8"), std::string::npos) << b.status().message();
+}
+
+TEST_F(CudaBackendFakeTest, KvPoolIsSizedFromFreeMemoryWhenNotGiven) {
+  testing::LlamaProgramOptions o;
+  auto a = artifact(o);
+  CudaBackendOptions options;
+  options.max_model_len = 256;
+  options.gpu_memory_utilization = 0.535;  // the fake: 16 GiB, half of it free
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  // 0.535 x 16 GiB - 8 GiB in use - 512 MiB reserve = 61 MiB of blocks.
+  const int64_t blockBytes = int64_t{o.layers} * 2 * o.block_size * o.kv_heads * o.head_dim * 4;
+  const double expected = (0.535 * 16 - 8 - 0.5) * (1 << 30) / blockBytes;
+  EXPECT_NEAR(static_cast<double>((*b)->numKvBlocks()), expected, 1.0);
+  options.gpu_memory_utilization = 0.5;  // nothing left: an error that says what to change
+  b = CudaBackend::create(*a, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("--gpu-memory-utilization"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ingot

@@ -1,0 +1,182 @@
+// What a CudaBackend holds: device, kernels, weights, buffers and graphs (private to the
+// backend's .cc files).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/artifact/kernel_binary.h"
+#include "runtime/backend/cpu/program_plan.h"
+#include "runtime/backend/cpu/weight_store.h"
+#include "runtime/backend/cuda/cublaslt.h"
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/backend/cuda/kernel_modules.h"
+#include "runtime/backend/cuda/step_pack.h"
+
+namespace ingot {
+
+/// Device memory freed on destruction (nothing when empty).
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  ~DeviceMemory() { reset(); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  DeviceMemory(DeviceMemory&& o) noexcept { *this = std::move(o); }
+  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      std::swap(cu_, o.cu_);
+      std::swap(ptr_, o.ptr_);
+      std::swap(bytes_, o.bytes_);
+    }
+    return *this;
+  }
+  /// Frees what it held and allocates `bytes` (at least 256); the error names `what`.
+  Status allocate(CudaDriver& cu, size_t bytes, const std::string& what);
+  void reset();
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CudaDriver* cu_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// Page-locked host memory freed on destruction.
+class PinnedMemory {
+ public:
+  PinnedMemory() = default;
+  ~PinnedMemory() { reset(); }
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+  PinnedMemory(PinnedMemory&& o) noexcept { *this = std::move(o); }
+  PinnedMemory& operator=(PinnedMemory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      std::swap(cu_, o.cu_);
+      std::swap(data_, o.data_);
+      std::swap(bytes_, o.bytes_);
+    }
+    return *this;
+  }
+  Status allocate(CudaDriver& cu, size_t bytes, const std::string& what);
+  void reset();
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CudaDriver* cu_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// One program step's device operands.
+struct DeviceStep {
+  CUdeviceptr weight = 0;    ///< linear / logits: bf16 [N, K]; embedding: f32 table
+  CUdeviceptr bias = 0;      ///< f32 [N] or 0
+  CUdeviceptr norm = 0;      ///< rms_norm gamma, f32
+  CUdeviceptr inv_freq = 0;  ///< rope, f32 [rotary_dim / 2]
+  int64_t N = 0, K = 0;      ///< linear / logits shape
+  LoadedKernel attention;    ///< the step's decode kernel
+  LoadedKernel combine;      ///< its split combine
+};
+
+/// The fused kernels a step launches, by op.
+struct FusedKernels {
+  LoadedKernel embedding, rms_norm, rope_kv, silu_mul, add, add_bias, to_bf16, gather_rows;
+};
+
+/// Buffers sized for `dims` tokens, requests and logit rows (grown, never shrunk).
+struct StepBuffers {
+  StepDims dims;            ///< capacity
+  int32_t max_splits = 1;   ///< split-KV partials capacity
+  std::vector<DeviceMemory> slots;  ///< activation slots, f32 [tokens, width]
+  DeviceMemory x_bf16;      ///< a linear's input rounded to bf16 [tokens, max K]
+  DeviceMemory gathered;    ///< logits: the gathered hidden rows, f32 [logit_rows, D]
+  DeviceMemory logits;      ///< f32 [logit_rows, vocab]
+  DeviceMemory partial_out, partial_max, partial_sum;
+  DeviceMemory inputs;      ///< the packed int32 step inputs
+  DeviceMemory extra;       ///< extra attention operands (eager steps)
+  DeviceMemory tree_bits;   ///< zeros: the no-tree default of a tree program
+  PinnedMemory inputs_host, logits_host, extra_host;
+};
+
+struct CudaBackendState {
+  ~CudaBackendState();
+
+  std::unique_ptr<CudaDriver> cu;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  bool context_retained = false;
+  GpuTarget gpu;
+  int sms = 1;
+  CUstream stream = nullptr;
+  std::unique_ptr<KernelModules> modules;
+  std::unique_ptr<CublasLt> blas;
+  DeviceMemory workspace;   ///< cuBLASLt
+  DeviceMemory errors;      ///< [0] embedding, [1] attention regions
+  PinnedMemory errors_host;
+
+  const Artifact* artifact = nullptr;
+  std::unique_ptr<WeightStore> weights;
+  std::unique_ptr<ProgramPlan> plan;
+  ModelShape shape;
+  int64_t max_model_len = 0;
+  int32_t max_blocks_per_request = 0;  ///< block-table width of the decode graphs
+  bool tree_inputs = false;
+  int64_t max_linear_k = 0;
+  int64_t max_heads = 0;   ///< query heads of the widest attention step
+  int64_t head_dim = 0;
+
+  std::vector<DeviceStep> steps;
+  FusedKernels fused;
+  std::vector<std::unique_ptr<DeviceMemory>> weight_memory;
+  uint64_t weight_device_bytes = 0;
+  /// Bytes of each of the two pinned staging buffers of the weight upload.
+  size_t staging_bytes = 64u << 20;
+  double upload_seconds = 0.0;
+  uint64_t upload_bytes = 0;
+
+  DeviceMemory kv_pool;
+  int64_t num_kv_blocks = 0;
+  StepBuffers buffers;
+
+  std::vector<int32_t> buckets;
+  std::map<int32_t, CUgraphExec> graphs;
+  /// Buckets whose first (eager) step has run: the next one is captured.
+  std::set<int32_t> warmed;
+  int32_t last_bucket = 0;
+  KernelLoadReport kernel_report;
+
+  /// Makes the backend's context current on the calling thread.
+  Status makeCurrent();
+  /// Destroys every captured graph (their pointers are stale after buffers grow).
+  void dropGraphs();
+};
+
+/// Uploads every weight the plan reads (bf16 matrices, f32 tables and vectors) through two
+/// pinned staging buffers and fills s.steps' device pointers.
+Status uploadWeights(CudaBackendState& s);
+
+/// Grows s.buffers to hold `dims` and `splits` (dropping graphs when anything moves).
+Status ensureBuffers(CudaBackendState& s, const StepDims& dims, int32_t splits);
+
+/// Enqueues one whole step on s.stream for buffers laid out by `dims` (already packed in
+/// s.buffers.inputs_host): input upload, every program step, logits and error words back
+/// to pinned memory. The same calls whether captured into a graph or run eagerly.
+/// `extra`: device operands of the attention regions (data pointers and shapes).
+Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& split,
+                   const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra);
+
+}  // namespace ingot

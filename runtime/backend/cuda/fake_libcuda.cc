@@ -1,0 +1,364 @@
+// A fake CUDA driver (every entry point CudaDriver resolves) for CPU tests of the plumbing.
+//
+// Device memory is host memory and asynchronous copies happen at once. Modules are text
+// images (fake_libcuda.h: kCubinMagic), the PTX "JIT" links PTX into such an image, and
+// counters say what was loaded, linked and set, so kernel loading and the PTX cache can be
+// checked without a GPU. Kernels never run: a launch is recorded (name, grid, block), into
+// the launch log, or into the graph a stream capture is building; a graph launch appends
+// its recorded launches to the log, marked as replayed.
+// Shared with the fake libcuda + libnccl of runtime/dist (which adds cuStreamQuery).
+#include "runtime/backend/cuda/fake_libcuda.h"
+
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct FakeModule {
+  std::string image;
+  std::vector<void*> functions;
+};
+struct FakeFunction {
+  FakeModule* module;
+  std::string name;
+};
+struct FakeLink {
+  std::string ptx;
+  std::string cubin;
+  char* errorLog = nullptr;
+  size_t errorLogBytes = 0;
+};
+
+/// One recorded kernel launch.
+struct FakeLaunch {
+  std::string name;
+  unsigned dims[6];  // grid x, y, z, block x, y, z
+  bool fromGraph;
+};
+/// A captured graph: the launches made while its capture was open.
+struct FakeGraph {
+  std::vector<FakeLaunch> launches;
+};
+
+std::mutex gMutex;
+FakeCudaStats gStats{};
+std::vector<FakeLaunch> gLaunches;
+bool gCapturing = false;
+std::vector<FakeLaunch> gCaptured;
+std::vector<std::string> gLoadedImages;
+int gDriverVersion = 13000;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+void writeLog(FakeLink* link, const std::string& text) {
+  if (!link->errorLog || link->errorLogBytes == 0) return;
+  std::strncpy(link->errorLog, text.c_str(), link->errorLogBytes - 1);
+  link->errorLog[link->errorLogBytes - 1] = 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ------------------------------------------------------------------ controls for tests
+void fakeCudaReset() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  const int live = gStats.liveModules, graphs = gStats.liveGraphExecs;
+  gStats = FakeCudaStats{};
+  gStats.liveModules = live;  // modules and graphs still alive stay counted until freed
+  gStats.liveGraphExecs = graphs;
+  gLoadedImages.clear();
+  gLaunches.clear();
+  gDriverVersion = 13000;
+}
+const FakeCudaStats* fakeCudaStats() { return &gStats; }
+int fakeCudaLaunchCount() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return static_cast<int>(gLaunches.size());
+}
+const char* fakeCudaLaunch(int i, unsigned* dims, int* fromGraph) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (i < 0 || i >= static_cast<int>(gLaunches.size())) return "";
+  std::memcpy(dims, gLaunches[i].dims, sizeof(gLaunches[i].dims));
+  *fromGraph = gLaunches[i].fromGraph;
+  return gLaunches[i].name.c_str();
+}
+void fakeCudaSetDriverVersion(int version) { gDriverVersion = version; }
+const char* fakeCudaLoadedImage(int i) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return i >= 0 && i < static_cast<int>(gLoadedImages.size()) ? gLoadedImages[i].c_str() : "";
+}
+
+// ------------------------------------------------------------------ devices and contexts
+CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int* version) {
+  *version = gDriverVersion;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int* count) { *count = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice* device, int ordinal) { *device = ordinal; return CUDA_SUCCESS; }
+CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "Fake GPU", len);
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  *bytes = size_t{16} << 30;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  *context = reinterpret_cast<CUcontext>(0x1);
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+
+// ------------------------------------------------------------------ modules and the linker
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  const char* text = static_cast<const char*>(image);
+  size_t magic = std::strlen(ingot::fake_cuda::kCubinMagic);
+  if (!text || std::strncmp(text, ingot::fake_cuda::kCubinMagic, magic) != 0) {
+    ++gStats.moduleLoadFailures;
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  auto* m = new FakeModule{text, {}};
+  gLoadedImages.push_back(m->image);
+  ++gStats.moduleLoads;
+  ++gStats.liveModules;
+  *module = reinterpret_cast<CUmodule>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule module) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto* m = reinterpret_cast<FakeModule*>(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  for (void* f : m->functions) delete static_cast<FakeFunction*>(f);
+  delete m;
+  ++gStats.moduleUnloads;
+  --gStats.liveModules;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto* m = reinterpret_cast<FakeModule*>(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  if (!contains(m->image, std::string("entry:") + name) &&
+      !contains(m->image, std::string(".entry ") + name))
+    return CUDA_ERROR_NOT_FOUND;
+  auto* f = new FakeFunction{m, name};
+  m->functions.push_back(f);
+  *function = reinterpret_cast<CUfunction>(f);
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(gMutex);
+  ++gStats.funcSetAttributes;
+  gStats.lastFuncAttribute = attribute;
+  gStats.lastFuncAttributeValue = value;
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned, CUstream, void** params, void**) {
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(gMutex);
+  FakeLaunch launch{reinterpret_cast<FakeFunction*>(function)->name, {gx, gy, gz, bx, by, bz}, false};
+  (gCapturing ? gCaptured : gLaunches).push_back(launch);
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** values,
+                      CUlinkState* state) {
+  auto* link = new FakeLink();
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) link->errorLog = static_cast<char*>(values[i]);
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      link->errorLogBytes = reinterpret_cast<size_t>(values[i]);
+  }
+  std::lock_guard<std::mutex> lock(gMutex);
+  ++gStats.linkCreates;
+  *state = reinterpret_cast<CUlinkState>(link);
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void* data, size_t size,
+                       const char* name, unsigned int, CUjit_option*, void**) {
+  auto* link = reinterpret_cast<FakeLink*>(state);
+  if (!link || !data) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_JIT_INPUT_PTX) return CUDA_ERROR_INVALID_VALUE;
+  std::string ptx(static_cast<const char*>(data), size);
+  if (!ptx.empty() && ptx.back() == 0) ptx.pop_back();  // the JIT takes NUL-terminated PTX
+  if (!contains(ptx, ".version")) {
+    writeLog(link, std::string("ptxas fatal: fake: ") + (name ? name : "input") +
+                       " has no .version directive");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  link->ptx += ptx;
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkComplete(CUlinkState state, void** cubin, size_t* size) {
+  auto* link = reinterpret_cast<FakeLink*>(state);
+  if (!link || link->ptx.empty()) return CUDA_ERROR_INVALID_VALUE;
+  link->cubin = std::string(ingot::fake_cuda::kCubinMagic) + " jit\n" + link->ptx;
+  *cubin = link->cubin.data();
+  *size = link->cubin.size();
+  std::lock_guard<std::mutex> lock(gMutex);
+  ++gStats.linkCompletes;
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkDestroy(CUlinkState state) {
+  delete reinterpret_cast<FakeLink*>(state);
+  return CUDA_SUCCESS;
+}
+
+// ------------------------------------------------------------------ memory (host memory)
+CUresult cuMemGetInfo(size_t* free, size_t* total) {
+  *total = size_t{16} << 30;
+  *free = *total / 2;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
+  *ptr = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFree(CUdeviceptr ptr) {
+  std::free(reinterpret_cast<void*>(ptr));
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAllocHost(void** ptr, size_t bytes) {
+  *ptr = std::malloc(bytes);
+  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFreeHost(void* ptr) {
+  std::free(ptr);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
+  return cuMemcpyHtoD(dst, src, bytes);
+}
+CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
+  return cuMemcpyDtoH(dst, src, bytes);
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
+  std::memset(reinterpret_cast<void*>(dst), value, count);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
+  auto* words = reinterpret_cast<unsigned int*>(dst);
+  for (size_t i = 0; i < count; ++i) words[i] = value;
+  return CUDA_SUCCESS;
+}
+
+// ------------------------------------------------------------------ streams, events, graphs
+CUresult cuStreamCreate(CUstream* stream, unsigned int) {
+  *stream = reinterpret_cast<CUstream>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream stream) {
+  delete reinterpret_cast<int*>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
+CUresult cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent event) {
+  delete reinterpret_cast<int*>(event);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float* milliseconds, CUevent, CUevent) {
+  *milliseconds = 0.0f;  // work on the fake device takes no time
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gCapturing) return CUDA_ERROR_ILLEGAL_STATE;
+  gCapturing = true;
+  gCaptured.clear();
+  ++gStats.captures;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamEndCapture(CUstream, CUgraph* graph) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gCapturing) return CUDA_ERROR_ILLEGAL_STATE;
+  gCapturing = false;
+  *graph = reinterpret_cast<CUgraph>(new FakeGraph{gCaptured});
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  *exec = reinterpret_cast<CUgraphExec>(new FakeGraph(*reinterpret_cast<FakeGraph*>(graph)));
+  ++gStats.liveGraphExecs;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  for (FakeLaunch launch : reinterpret_cast<FakeGraph*>(exec)->launches) {
+    launch.fromGraph = true;
+    gLaunches.push_back(launch);
+  }
+  ++gStats.graphLaunches;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  delete reinterpret_cast<FakeGraph*>(exec);
+  --gStats.liveGraphExecs;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  delete reinterpret_cast<FakeGraph*>(graph);
+  return CUDA_SUCCESS;
+}
+
+// ------------------------------------------------------------------ errors
+CUresult cuGetErrorName(CUresult error, const char** name) {
+  switch (error) {
+    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_INVALID_PTX: *name = "CUDA_ERROR_INVALID_PTX"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_NOT_READY: *name = "CUDA_ERROR_NOT_READY"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    default: *name = "CUDA_ERROR_FAKE"; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult, const char** text) {
+  *text = "fake driver error";
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# On the build machine (MLIR and NVRTC present, no GPU needed): a self-contained folder that
+# scripts/gpu-check.sh runs on a GPU machine, small enough to carry (< 64 MiB):
+#   bin/   the gpu test binaries, the attention bench and `ingot` (without the compiler),
+#          stripped
+#   lib/   the shared libraries they need that a CUDA/PyTorch image may lack (fmt, xxhash,
+#          pcre2, ...); CUDA's own (nvrtc, cublasLt, nccl) come from the GPU machine
+#   gpu/   artifacts with dummy weights and CUDA kernels for every default target: a
+#          SmolLM2-shaped one (the CUDA backend against the CPU backend) and a
+#          Llama-3-8B-shaped one (decode speed); the runtime fills the same seeded weights
+#          on either backend, so nothing large travels.
+#   scripts/gpu-prepare.sh [build-dir] [bundle-dir]     (defaults: build, build-gpu)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+BUNDLE=${2:-build-gpu}
+GGUF=${INGOT_SMOLLM2_GGUF:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+INGOT=$BUILD/bin/ingot
+rm -rf "$BUNDLE"
+mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/gpu"
+"$INGOT" compile "$GGUF" --dummy-weights --cuda-targets all -o "$BUNDLE/gpu/smollm2-dummy.ingot"
+"$INGOT" compile test/data/configs/llama3-8b.json --dummy-weights --cuda-targets all \
+  -o "$BUNDLE/gpu/llama3-8b-dummy.ingot"
+shopt -s nullglob
+for b in "$BUILD"/bin/ingot_*gpu_tests "$BUILD"/bin/ingot_attention_gpu_bench; do
+  strip -o "$BUNDLE/bin/$(basename "$b")" "$b"
+done
+# `ingot` without the compiler (a build with the compiler also makes ingot-runtime; a
+# runtime-only build's ingot is that already): no MLIR/LLVM libraries to carry.
+RUNTIME_INGOT=$BUILD/bin/ingot-runtime
+[ -x "$RUNTIME_INGOT" ] || RUNTIME_INGOT=$INGOT
+strip -o "$BUNDLE/bin/ingot" "$RUNTIME_INGOT"
+# Libraries outside glibc/libstdc++ and CUDA's own, as this machine resolves them.
+for b in "$BUNDLE"/bin/*; do ldd "$b"; done | awk '/=> \// {print $1, $3}' | sort -u |
+  while read -r name path; do
+    case $name in
+      libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|libdl.so*|librt.so*|ld-linux*) ;;
+      libcuda.so*|libnvrtc*|libcublas*|libnccl*|libcudart*) ;;
+      *) cp -L "$path" "$BUNDLE/lib/$name" ;;
+    esac
+  done
+du -sh "$BUNDLE"/*
+size=$(du -sm "$BUNDLE" | cut -f1)
+if [ "$size" -ge 64 ]; then echo "error: $BUNDLE is $size MiB, over the 64 MiB a GPU run can carry"; exit 1; fi
+echo "ready: carry $BUNDLE and run scripts/gpu-check.sh $BUNDLE on the GPU machine"

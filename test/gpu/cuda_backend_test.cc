@@ -1,0 +1,194 @@
+// The CUDA backend against the CPU backend on one artifact (label gpu): teacher-forced
+// logits within bf16 tolerance, greedy tokens where the margin allows, decode graphs
+// against eager steps, the PTX JIT path against the cubins, and KV block copies.
+// The artifact comes from $INGOT_GPU_ARTIFACT (scripts/gpu-check.sh points it at a
+// SmolLM2-shaped --dummy-weights artifact compiled with CUDA kernels on the build machine).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/testing/step_builder.h"
+
+namespace ingot {
+namespace {
+
+using testing::makeStep;
+using testing::Sequence;
+
+class CudaBackendGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Status gpu = cudaDeviceAvailable();
+    if (!gpu.ok()) GTEST_SKIP() << "no GPU: " << gpu.message();
+    const char* path = std::getenv("INGOT_GPU_ARTIFACT");
+    if (!path) GTEST_SKIP() << "set INGOT_GPU_ARTIFACT to an artifact with CUDA kernels";
+    StatusOr<Artifact> opened = Artifact::open(path);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    artifact = std::make_unique<Artifact>(std::move(opened).value());
+    block_size = std::max(1, artifact->manifest().config()->kv_block_size());
+    vocab = artifact->manifest().config()->vocab_size();
+  }
+
+  std::unique_ptr<CudaBackend> cuda(int32_t graphs = 128, bool force_ptx = false) {
+    CudaBackendOptions o;
+    o.num_kv_blocks = 64;
+    o.max_model_len = 512;
+    o.max_graph_batch = graphs;
+    o.kernels.force_ptx = force_ptx;
+    o.kernels.ptx_cache_dir = "none";
+    StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*artifact, o);
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    if (!b.ok()) return nullptr;
+    std::cout << "[ cuda ] " << (*b)->describe() << "\n";
+    return std::move(b).value();
+  }
+  std::unique_ptr<CpuBackend> cpu() {
+    CpuBackendOptions o;
+    o.num_kv_blocks = 64;
+    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(*artifact, o);
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    return b.ok() ? std::move(b).value() : nullptr;
+  }
+
+  /// Max |a - b| over max |b|: the tolerance bf16 GEMM inputs leave is about 1e-2.
+  static double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0, scale = 1e-6;
+    for (size_t i = 0; i < b.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+    }
+    return diff / scale;
+  }
+  static int32_t argmax(const float* row, int64_t n) {
+    return static_cast<int32_t>(std::max_element(row, row + n) - row);
+  }
+  std::vector<int32_t> randomTokens(int n) {
+    std::vector<int32_t> t(n);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+    return t;
+  }
+
+  std::unique_ptr<Artifact> artifact;
+  int block_size = 16;
+  int64_t vocab = 0;
+  std::mt19937 rng{std::random_device{}()};
+};
+
+TEST_F(CudaBackendGpuTest, TeacherForcedLogitsMatchTheCpuBackend) {
+  auto gpu = cuda();
+  auto ref = cpu();
+  ASSERT_TRUE(gpu && ref);
+  Sequence seq;
+  seq.tokens = randomTokens(40);
+  seq.blocks = {5, 2, 9, 30};  // shuffled blocks, room for 64 tokens
+  Sequence copy = seq;
+  std::vector<float> got, want;
+  // Prefill (eager, every row), then decode steps (graph bucket 1) fed the CPU's argmax.
+  StepInputs prefill = makeStep({&seq}, {32}, block_size);
+  makeStep({&copy}, {32}, block_size);
+  ASSERT_TRUE(gpu->step(prefill, &got).ok());
+  ASSERT_TRUE(ref->step(prefill, &want).ok());
+  EXPECT_EQ(gpu->lastGraphBucket(), 0);
+  double worst = relativeError(got, want);
+  int agree = 0, confident = 0;
+  for (int i = 0; i < 8; ++i) {
+    StepInputs decode = makeStep({&seq}, {1}, block_size);
+    ASSERT_TRUE(gpu->step(decode, &got).ok());
+    ASSERT_TRUE(ref->step(decode, &want).ok());
+    EXPECT_EQ(gpu->lastGraphBucket(), i == 0 ? -1 : 1) << "warm-up, then the graph";
+    worst = std::max(worst, relativeError(got, want));
+    std::vector<float> sorted(want);
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    if (sorted[0] - sorted[1] > 0.05 * std::fabs(sorted[0])) {
+      ++confident;
+      agree += argmax(got.data(), vocab) == argmax(want.data(), vocab);
+    }
+  }
+  std::cout << "[ cuda ] teacher-forced logits: max error " << worst
+            << " of max |logit|; greedy agrees on " << agree << " of " << confident
+            << " confident steps\n";
+  EXPECT_LT(worst, 3e-2);
+  EXPECT_EQ(agree, confident);
+}
+
+TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
+  auto graphs = cuda(128);
+  auto eager = cuda(0);
+  ASSERT_TRUE(graphs && eager);
+  std::vector<Sequence> seqs(5);
+  std::vector<Sequence*> all;
+  for (int r = 0; r < 5; ++r) {
+    seqs[r].tokens = randomTokens(20 + r);
+    for (int b = 0; b < 3; ++b) seqs[r].blocks.push_back(r * 3 + b + 1);
+    all.push_back(&seqs[r]);
+  }
+  std::vector<Sequence> copies = seqs;
+  std::vector<Sequence*> callCopies;
+  for (Sequence& s : copies) callCopies.push_back(&s);
+  std::vector<float> a, b;
+  StepInputs prefill = makeStep(all, {10, 11, 12, 13, 14}, block_size);
+  ASSERT_TRUE(graphs->step(prefill, &a).ok());
+  ASSERT_TRUE(eager->step(prefill, &b).ok());
+  for (int i = 0; i < 4; ++i) {
+    StepInputs decode = makeStep(all, {1, 1, 1, 1, 1}, block_size);
+    ASSERT_TRUE(graphs->step(decode, &a).ok());
+    ASSERT_TRUE(eager->step(decode, &b).ok());
+    EXPECT_EQ(graphs->lastGraphBucket(), i == 0 ? -8 : 8) << "5 requests take the graph of 8";
+    EXPECT_EQ(eager->lastGraphBucket(), 0);
+    EXPECT_LT(relativeError(a, b), 1e-4) << "decode step " << i;
+  }
+}
+
+TEST_F(CudaBackendGpuTest, PtxJitPathGivesTheLogitsOfTheCubins) {
+  auto cubin = cuda(16, false);
+  auto ptx = cuda(16, true);
+  ASSERT_TRUE(cubin && ptx);
+  EXPECT_GT(ptx->kernelReport().ptx_jit, 0);
+  Sequence seq;
+  seq.tokens = randomTokens(24);
+  seq.blocks = {3, 1};
+  std::vector<float> a, b;
+  StepInputs step = makeStep({&seq}, {24}, block_size);
+  ASSERT_TRUE(cubin->step(step, &a).ok());
+  ASSERT_TRUE(ptx->step(step, &b).ok());
+  EXPECT_LT(relativeError(a, b), 1e-4);
+}
+
+TEST_F(CudaBackendGpuTest, CopiedKvBlocksServeAForkedSequence) {
+  auto gpu = cuda();
+  ASSERT_TRUE(gpu);
+  Sequence seq;
+  seq.tokens = randomTokens(2 * block_size + 1);
+  seq.blocks = {4, 7, 8};
+  std::vector<float> a, b;
+  ASSERT_TRUE(gpu->step(makeStep({&seq}, {2 * block_size}, block_size), &a).ok());
+  // A fork whose first two blocks are copies: the same next-token logits.
+  Sequence fork = seq;
+  fork.blocks = {10, 11, 12};
+  ASSERT_TRUE(gpu->copyKvBlocks(4, 10).ok());
+  ASSERT_TRUE(gpu->copyKvBlocks(7, 11).ok());
+  ASSERT_TRUE(gpu->step(makeStep({&seq}, {1}, block_size), &a).ok());
+  ASSERT_TRUE(gpu->step(makeStep({&fork}, {1}, block_size), &b).ok());
+  EXPECT_LT(relativeError(a, b), 1e-6);
+  EXPECT_FALSE(gpu->copyKvBlocks(0, 64).ok());
+}
+
+TEST_F(CudaBackendGpuTest, BadStepsAreRefusedBeforeAnythingRuns) {
+  auto gpu = cuda();
+  ASSERT_TRUE(gpu);
+  Sequence seq;
+  seq.tokens = {static_cast<int32_t>(vocab)};  // outside the vocabulary
+  seq.blocks = {0};
+  std::vector<float> logits;
+  EXPECT_FALSE(gpu->step(makeStep({&seq}, {1}, block_size), &logits).ok());
+}
+
+}  // namespace
+}  // namespace ingot
