@@ -19,6 +19,8 @@ bool cudaBackendBuilt() {
 }
 
 StatusOr<BackendFactory> backendFactoryFor(const DeviceFlags& flags) {
+  INGOT_RETURN_IF_ERROR(checkTensorParallelLaunch(flags.tp_launch, flags.device));
+  if (flags.tp_launch.mode == "processes") return processRanksFactory(flags.tp_launch);
   if (flags.device == "cpu") return BackendFactory();
   int ordinal = 0;
   if (flags.device != "cuda") {

@@ -6,6 +6,7 @@
 
 #include "runtime/backend/backend.h"
 #include "runtime/base/status.h"
+#include "runtime/cli/tensor_parallel_launch.h"
 
 namespace ingot {
 
@@ -14,12 +15,15 @@ struct DeviceFlags {
   std::string device = "cpu";
   /// CUDA: the fraction of GPU memory this process may fill (weights, buffers, KV pool).
   double gpu_memory_utilization = 0.9;
+  /// --tp-mode, --nnodes, --node-rank, --master-addr, --master-port.
+  TensorParallelLaunch tp_launch;
 };
 
 /// The backend factory for `flags`: empty for the CPU (the engine's default), the CUDA
 /// backend for cuda[:N], which prints its startup line (GPU, weights, KV blocks, kernels)
 /// to stderr when created. A build without the CUDA backend, an unknown device or a
-/// utilization outside (0, 1] is an error naming the flag.
+/// utilization outside (0, 1] is an error naming the flag. With --tp-mode processes (after
+/// checkTensorParallelLaunch()): rank 0 of CPU ranks as processes (processRanksFactory()).
 StatusOr<BackendFactory> backendFactoryFor(const DeviceFlags& flags);
 
 /// Whether this build has the CUDA backend.

@@ -1,4 +1,5 @@
 // The `ingot` command-line tool: one binary, one subcommand per user task.
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "runtime/cli/eval_command.h"
 #include "runtime/cli/run_command.h"
 #include "runtime/cli/serve_command.h"
+#include "runtime/cli/tensor_parallel_launch.h"
 #include "runtime/cli/tokenize_command.h"
 #include "runtime/version.h"
 #ifdef INGOT_HAVE_COMPILER
@@ -26,6 +28,24 @@ void addKvDtypeFlag(CLI::App* app, std::string& kv_dtype) {
       ->check(CLI::IsMember({"f32", "fp8"}));
 }
 
+/// --tp-mode and the multi-node flags (ingot::checkTensorParallelLaunch()).
+void addTensorParallelLaunchFlags(CLI::App* app, ingot::TensorParallelLaunch& launch) {
+  app->add_option("--tp-mode", launch.mode,
+                  "A sharded artifact's ranks: threads of this process, or processes (rank 0 "
+                  "here, the others as worker processes it starts)")
+      ->check(CLI::IsMember({"threads", "processes"}))
+      ->capture_default_str();
+  app->add_option("--nnodes", launch.nnodes, "Hosts in the group (more than 1 needs CUDA ranks)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--node-rank", launch.node_rank, "This host's index in [0, --nnodes)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--master-addr", launch.master_addr,
+                  "--tp-mode processes: rank 0's address for the group's store (default 127.0.0.1)");
+  app->add_option("--master-port", launch.master_port,
+                  "--tp-mode processes: the store's port (0 = a free one)")
+      ->check(CLI::Range(0, 65535));
+}
+
 /// --device and --gpu-memory-utilization (ingot::backendFactoryFor()).
 void addDeviceFlags(CLI::App* app, ingot::DeviceFlags& flags) {
   app->add_option("--device", flags.device,
@@ -35,6 +55,7 @@ void addDeviceFlags(CLI::App* app, ingot::DeviceFlags& flags) {
   app->add_option("--gpu-memory-utilization", flags.gpu_memory_utilization,
                   "CUDA: fraction of GPU memory to fill with weights, buffers and the KV cache")
       ->capture_default_str();
+  addTensorParallelLaunchFlags(app, flags.tp_launch);
 }
 
 /// --tp on the runtime commands (ingot::checkTensorParallelFlag()).
@@ -308,8 +329,30 @@ int main(int argc, char** argv) {
   serve->add_option("--served-model-name", serve_options.model_name,
                     "Model name for the API (default: the artifact's file name)");
 
+  // ingot tp-worker (hidden): a worker rank that `--tp-mode processes` starts.
+  ingot::TpWorkerOptions worker_options;
+  std::string worker_master, worker_kv_dtype = "artifact";
+  int64_t worker_timeout_ms = worker_options.timeout.count();
+  CLI::App* tp_worker = app.add_subcommand("tp-worker", "A tensor-parallel worker rank (internal)");
+  tp_worker->group("");
+  tp_worker->add_option("--artifact", worker_options.artifact)->required();
+  tp_worker->add_option("--rank", worker_options.rank)->required();
+  tp_worker->add_option("--world", worker_options.world_size)->required();
+  tp_worker->add_option("--master", worker_master)->required();
+  tp_worker->add_option("--group", worker_options.group);
+  tp_worker->add_option("--threads", worker_options.num_threads)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--kv-blocks", worker_options.num_kv_blocks)->check(CLI::NonNegativeNumber);
+  tp_worker->add_option("--kv-dtype", worker_kv_dtype);
+  tp_worker->add_option("--timeout-ms", worker_timeout_ms)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--chunk-floats", worker_options.chunk_floats)->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
 
+  if (*tp_worker) {
+    worker_options.kv_dtype = worker_kv_dtype == "artifact" ? "" : worker_kv_dtype;
+    worker_options.timeout = std::chrono::milliseconds(worker_timeout_ms);
+    return ingot::runTpWorkerCommand(worker_options, worker_master, std::cerr);
+  }
   if (*serve) {
     return ingot::runServe(serve_options, std::cerr);
   }

@@ -42,7 +42,8 @@ struct ServeOptions {
   /// Name clients use in "model"; empty = the artifact's file name without ".ingot".
   std::string model_name;
   /// --tp N: the tensor-parallel world size the artifact must have been compiled for
-  /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads on the CPU.
+  /// (`ingot compile --tp N`); 0 = whatever it has. The ranks run as threads of this
+  /// process, or as processes with --tp-mode processes (docs/tensor-parallel.md).
   int tp = 0;
 };
 

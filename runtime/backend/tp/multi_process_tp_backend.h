@@ -1,0 +1,126 @@
+// MultiProcessTpBackend: rank 0 of a tensor-parallel group whose other ranks are processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/backend.h"
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/tp/step_channel.h"
+#include "runtime/backend/tp/tp_worker.h"
+
+namespace ingot {
+
+class ShmProcessGroup;
+class TcpStoreServer;
+class TcpStoreClient;
+
+struct MultiProcessTpOptions {
+  /// Applied to every rank: num_threads is the total, shared out over the ranks as
+  /// TpCpuBackend does (at least one each); num_kv_blocks and kv_dtype as given (0 blocks:
+  /// the CPU backend's default, the same on every rank).
+  CpuBackendOptions cpu;
+  /// The artifact's file: every worker maps it itself.
+  std::string artifact_path;
+  /// Bound on every collective, on the start-up of the workers, and on each answer.
+  std::chrono::milliseconds timeout{30000};
+  /// Where rank 0 serves the group's TcpStore and step channel (numeric IPv4 on this host;
+  /// port 0 = a free one).
+  std::string master_addr = "127.0.0.1";
+  uint16_t master_port = 0;
+  /// The program each worker runs: `<worker_executable> tp-worker ...` (tpWorkerArguments).
+  /// Default: this process's own binary.
+  std::string worker_executable = "/proc/self/exe";
+  /// ShmProcessGroupOptions::chunk_floats.
+  int64_t chunk_floats = int64_t{1} << 20;
+  /// Tests: starts worker `options.rank` some other way (e.g. fork and call runTpWorker)
+  /// and returns its pid, a child of this process. Unset: fork + exec of worker_executable,
+  /// with the parent-death signal set so a worker never outlives rank 0.
+  std::function<StatusOr<pid_t>(const TpWorkerOptions& options)> launch_worker;
+};
+
+/// Runs an artifact sharded over N ranks (docs/tensor-parallel.md) as N processes on one
+/// host: this process is rank 0 (the engine, scheduler and server stay here) and starts
+/// ranks 1..N-1 as worker processes. The ranks sum and gather through a ShmProcessGroup;
+/// rank 0 sends each call (a step's inputs with its extra operands, KV block and slot
+/// copies) over one step channel per worker, runs its own rank, then collects every
+/// worker's ok or error. Results are the same bits as TpCpuBackend's.
+///
+/// Failures: a worker whose step fails after it started breaks the group with its error
+/// ("tp rank r: ..."); a worker process that exits breaks it with "... rank r (pid p)
+/// exited ..." within ~10 ms; one that hangs, after the timeout. The call then fails with
+/// the group's first error, and every later call fails at once with the same error.
+/// Inputs every rank rejects before running fail the call without breaking the group.
+/// The destructor tells the workers to stop and reaps them (killing any that linger).
+class MultiProcessTpBackend final : public Backend {
+ public:
+  static StatusOr<std::unique_ptr<MultiProcessTpBackend>> create(
+      const Artifact& artifact, const MultiProcessTpOptions& options);
+  ~MultiProcessTpBackend() override;
+  MultiProcessTpBackend(const MultiProcessTpBackend&) = delete;
+  MultiProcessTpBackend& operator=(const MultiProcessTpBackend&) = delete;
+
+  Status step(const StepInputs& inputs, std::vector<float>* logits) override;
+  Status copyKvBlocks(int64_t src, int64_t dst) override;
+  Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
+
+  int64_t numKvBlocks() const override { return rank0_->numKvBlocks(); }
+  int64_t vocabSize() const override { return rank0_->vocabSize(); }
+  int32_t numExtraInputs() const override { return rank0_->numExtraInputs(); }
+  bool takesTreeInputs() const override { return rank0_->takesTreeInputs(); }
+  double attentionMacCost() const override { return rank0_->attentionMacCost(); }
+  /// Worker threads of all ranks together.
+  int numThreads() const override { return num_threads_; }
+  /// Weight-matrix bytes one decode token reads, summed over the ranks.
+  uint64_t matrixBytes() const override { return matrix_bytes_; }
+  KvDtype kvDtype() const override { return rank0_->kvDtype(); }
+  int worldSize() const override { return static_cast<int>(workers_.size()) + 1; }
+
+  const CpuBackend& rank0() const { return *rank0_; }
+  /// Worker rank r's process id (1 <= r < worldSize()).
+  pid_t workerPid(int r) const { return workers_[r - 1].pid; }
+  /// The group's first error; ok while it is healthy.
+  Status groupStatus() const;
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    bool reaped = false;
+    std::string ended;  // how it exited, once reaped
+    std::unique_ptr<StepChannel> channel;
+  };
+
+  MultiProcessTpBackend();
+  Status start(const Artifact& artifact, const MultiProcessTpOptions& options);
+  /// Reaps worker r if it exited; returns how it ended ("exited with status 2", "killed by
+  /// signal 9"), or "" while it runs.
+  std::string reapIfExited(int r);
+  /// The error for worker rank r's channel failing with `cause`.
+  Status workerLost(int r, const Status& cause);
+  /// Sends `command` to every worker, runs `own` on rank 0, and collects the answers.
+  Status runEverywhere(StepCommand command, const std::vector<uint8_t>& payload,
+                       const std::function<Status()>& own);
+  /// Breaks the group with `error` and makes every later call fail with it.
+  Status fail(const Status& error);
+
+  std::chrono::milliseconds timeout_{30000};
+  std::unique_ptr<TcpStoreServer> store_server_;
+  std::unique_ptr<TcpStoreClient> store_;
+  std::unique_ptr<StepChannelListener> listener_;
+  std::unique_ptr<ShmProcessGroup> group_;
+  std::unique_ptr<CpuBackend> rank0_;
+  std::vector<Worker> workers_;  // ranks 1..N-1
+  int num_threads_ = 0;
+  uint64_t matrix_bytes_ = 0;
+  Status failure_;
+};
+
+}  // namespace ingot

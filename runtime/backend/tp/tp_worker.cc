@@ -1,0 +1,146 @@
+// A tensor-parallel worker rank: join the group, load the shard, run rank 0's commands.
+#include "runtime/backend/tp/tp_worker.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/artifact/artifact_reader.h"
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/kv_dtype.h"
+#include "runtime/backend/tp/step_channel.h"
+#include "runtime/dist/shm_process_group.h"
+#include "runtime/dist/tcp_store.h"
+
+namespace ingot {
+namespace {
+
+using Clock = StepChannel::Clock;
+
+/// The worker's rank backend, or the error that kept it from coming up.
+StatusOr<std::unique_ptr<CpuBackend>> createRankBackend(const TpWorkerOptions& o,
+                                                        const Artifact& artifact,
+                                                        Communicator* communicator) {
+  CpuBackendOptions cpu;
+  cpu.num_threads = o.num_threads;
+  cpu.num_kv_blocks = o.num_kv_blocks;
+  cpu.tp_rank = o.rank;
+  cpu.communicator = communicator;
+  StatusOr<std::optional<KvDtype>> kv = parseKvDtypeFlag(o.kv_dtype);
+  if (!kv.ok()) return kv.status();
+  cpu.kv_dtype = *kv;
+  return CpuBackend::create(artifact, cpu);
+}
+
+/// Executes one command from rank 0 and returns what to answer.
+Status execute(StepCommand command, const std::vector<uint8_t>& payload, int rank,
+               CpuBackend& backend, Communicator& group, std::vector<float>& logits) {
+  switch (command) {
+    case StepCommand::kStep: {
+      ReceivedStep step;
+      INGOT_RETURN_IF_ERROR(decodeStep(payload, &step));
+      Status st = backend.step(step.inputs, &logits);
+      // As TpCpuBackend: an input rejected before anything ran is rejected alike on every
+      // rank and leaves the group usable; a failure after that leaves the others inside a
+      // collective this rank will not join, so it must break the group.
+      if (!st.ok() && backend.stepStarted())
+        group.abort(st.withPrefix("tp rank " + std::to_string(rank)));
+      return st;
+    }
+    case StepCommand::kCopyKvBlocks: {
+      int64_t src = 0, dst = 0;
+      INGOT_RETURN_IF_ERROR(decodeKvBlockCopy(payload, &src, &dst));
+      return backend.copyKvBlocks(src, dst);
+    }
+    case StepCommand::kCopyKvSlots: {
+      std::vector<std::pair<int32_t, int32_t>> moves;
+      INGOT_RETURN_IF_ERROR(decodeKvSlotMoves(payload, &moves));
+      return backend.copyKvSlots(moves);
+    }
+    default:
+      return dataLoss("tp rank " + std::to_string(rank) + ": unexpected command " +
+                      std::to_string(static_cast<uint32_t>(command)) + " from rank 0");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> tpWorkerArguments(const TpWorkerOptions& o) {
+  return {"tp-worker",
+          "--artifact", o.artifact,
+          "--rank", std::to_string(o.rank),
+          "--world", std::to_string(o.world_size),
+          "--master", o.master_addr + ":" + std::to_string(o.master_port),
+          "--group", o.group,
+          "--threads", std::to_string(o.num_threads),
+          "--kv-blocks", std::to_string(o.num_kv_blocks),
+          "--kv-dtype", o.kv_dtype.empty() ? "artifact" : o.kv_dtype,
+          "--timeout-ms", std::to_string(o.timeout.count()),
+          "--chunk-floats", std::to_string(o.chunk_floats)};
+}
+
+Status runTpWorker(const TpWorkerOptions& o) {
+  const std::string who = "tp rank " + std::to_string(o.rank);
+  if (o.rank < 1 || o.rank >= o.world_size)
+    return invalidArgument("tp-worker: --rank must be in [1, " + std::to_string(o.world_size) +
+                           "), got " + std::to_string(o.rank) + " (rank 0 is the server)");
+  StatusOr<std::unique_ptr<TcpStoreClient>> store =
+      TcpStoreClient::connect(o.master_addr, o.master_port, o.timeout);
+  if (!store.ok()) return store.status().withPrefix(who);
+  ShmProcessGroupOptions group_options;
+  group_options.timeout = o.timeout;
+  group_options.chunk_floats = o.chunk_floats;
+  group_options.name = o.group;
+  StatusOr<std::unique_ptr<ShmProcessGroup>> group =
+      ShmProcessGroup::join(**store, o.rank, o.world_size, group_options);
+  if (!group.ok()) return group.status().withPrefix(who);
+
+  Communicator* communicator = group->get();
+  std::unique_ptr<Communicator> wrapped;
+  if (o.wrap_communicator) {
+    wrapped = o.wrap_communicator(communicator);
+    if (wrapped) communicator = wrapped.get();
+  }
+  // The backend's error, if any, goes to rank 0 in the hello (rank 0 reports it).
+  StatusOr<Artifact> artifact = Artifact::open(o.artifact);
+  StatusOr<std::unique_ptr<CpuBackend>> backend =
+      artifact.ok() ? createRankBackend(o, *artifact, communicator) : artifact.status();
+  WorkerHello hello;
+  hello.rank = o.rank;
+  if (backend.ok()) {
+    hello.num_kv_blocks = (*backend)->numKvBlocks();
+    hello.vocab_size = (*backend)->vocabSize();
+    hello.matrix_bytes = (*backend)->matrixBytes();
+    hello.num_threads = (*backend)->numThreads();
+  } else {
+    hello.status = backend.status();
+  }
+
+  StatusOr<std::vector<uint8_t>> port_text =
+      (*store)->get(o.group + "/step_channel_port", o.timeout);
+  if (!port_text.ok()) return port_text.status().withPrefix(who);
+  const int port = std::atoi(std::string(port_text->begin(), port_text->end()).c_str());
+  if (port <= 0 || port > 65535)
+    return dataLoss(who + ": bad step channel port in the store");
+  StatusOr<std::unique_ptr<StepChannel>> channel = connectStepChannel(
+      o.master_addr, static_cast<uint16_t>(port), Clock::now() + o.timeout);
+  if (!channel.ok()) return channel.status().withPrefix(who);
+  INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kHello, encodeHello(hello),
+                                         Clock::now() + o.timeout));
+  if (!backend.ok()) return backend.status().withPrefix(who);
+
+  std::vector<float> logits;
+  std::vector<uint8_t> payload;
+  for (;;) {
+    StepCommand command{};
+    Status got = (*channel)->receive(&command, &payload, Clock::time_point::max());
+    if (!got.ok())
+      return failedPrecondition(who + ": rank 0 went away (" + got.message() + ")");
+    if (command == StepCommand::kShutdown) return okStatus();
+    const Status result = execute(command, payload, o.rank, **backend, **group, logits);
+    INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kResult, encodeStatus(result),
+                                           Clock::now() + o.timeout));
+  }
+}
+
+}  // namespace ingot

@@ -1,0 +1,42 @@
+// `--tp-mode threads|processes` and the multi-node flags: how a sharded artifact's ranks run.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "runtime/backend/backend.h"
+#include "runtime/backend/tp/tp_worker.h"
+#include "runtime/base/status.h"
+
+namespace ingot {
+
+/// The launch flags of serve, run, chat, bench and eval ppl (docs/tensor-parallel.md).
+struct TensorParallelLaunch {
+  /// "threads": the ranks run on threads of this process (TpCpuBackend, the default);
+  /// "processes": rank 0 here, ranks 1..N-1 as `ingot tp-worker` processes it starts.
+  std::string mode = "threads";
+  /// --nnodes / --node-rank: hosts taking part and this host's index. More than one host
+  /// needs NCCL between GPUs (CUDA ranks), which is not built yet: an error for now.
+  int nnodes = 1;
+  int node_rank = 0;
+  /// --master-addr / --master-port: where rank 0 serves the group's store (numeric IPv4;
+  /// default 127.0.0.1 and a free port). Processes mode only.
+  std::string master_addr;
+  int master_port = 0;
+};
+
+/// Checks `launch` against the device: mode threads or processes; nnodes >= 1 and
+/// node_rank in [0, nnodes); multi-node refused (needs NCCL, CUDA ranks); the master
+/// flags only with processes; processes only on the CPU (CUDA ranks come later).
+Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::string& device);
+
+/// The factory for mode processes: MultiProcessTpBackend over the artifact's file, its
+/// workers this binary (`ingot tp-worker`). A request without a KV pool size gets the
+/// engine's default, on every rank.
+BackendFactory processRanksFactory(const TensorParallelLaunch& launch);
+
+/// `ingot tp-worker` (hidden; rank 0 starts it): `master` is "host:port". Returns the exit
+/// code; errors go to `err` prefixed with the rank.
+int runTpWorkerCommand(TpWorkerOptions options, const std::string& master, std::ostream& err);
+
+}  // namespace ingot
