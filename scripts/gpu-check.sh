@@ -28,6 +28,8 @@ fi
 # with dummy weights and CUDA kernels, made on the build machine by scripts/gpu-prepare.sh.
 export INGOT_GPU_ARTIFACT=${INGOT_GPU_ARTIFACT:-$BUILD/gpu/smollm2-dummy.ingot}
 [ -f "$INGOT_GPU_ARTIFACT" ] || echo "warning: $INGOT_GPU_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
+export INGOT_GPU_TP_ARTIFACT=${INGOT_GPU_TP_ARTIFACT:-$BUILD/gpu/smollm2-dummy-tp2.ingot}
+[ -f "$INGOT_GPU_TP_ARTIFACT" ] || echo "warning: $INGOT_GPU_TP_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 # CUDA's own libraries from the pip packages PyTorch brings (nvrtc for the tests that compile
 # kernels at run time), and the bundle's lib/ (scripts/gpu-prepare.sh) for the rest.
 pylibs=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "**", "lib*.so*"), recursive=True)})))' 2>/dev/null)

@@ -1,5 +1,6 @@
-# Tests of the fused elementwise kernels (kernels/fused_ops.cuh): the host test of their
-# math against the CPU backend ops, and (with CUDA) the NVRTC + ptxas compile test.
+# Tests of the fused kernels (kernels/fused_ops.cuh, kernels/sampling.cuh): the host tests of
+# their math against the CPU backend ops and the CPU Sampler, and (with CUDA) the NVRTC +
+# ptxas compile test.
 if(NOT INGOT_BUILD_TESTS)
   return()
 endif()
@@ -7,6 +8,16 @@ add_executable(IngotFusedOpsHostTests FusedOpsHostTest.cpp)
 target_link_libraries(IngotFusedOpsHostTests PRIVATE ingot_backend_cpu GTest::gtest_main)
 target_include_directories(IngotFusedOpsHostTests PRIVATE ${CMAKE_SOURCE_DIR})
 gtest_discover_tests(IngotFusedOpsHostTests DISCOVERY_TIMEOUT 60)
+# The sampling kernel's algorithm (kernels/sampling.cuh) against the CPU Sampler.
+add_executable(IngotSamplingHostTests SamplingHostTest.cpp)
+target_link_libraries(IngotSamplingHostTests PRIVATE ingot_generate GTest::gtest_main)
+target_include_directories(IngotSamplingHostTests PRIVATE ${CMAKE_SOURCE_DIR})
+gtest_discover_tests(IngotSamplingHostTests DISCOVERY_TIMEOUT 60)
+# Its device code on an emulated CTA of host threads (no GPU needed).
+add_executable(IngotSamplingCtaEmulationTests SamplingCtaEmulationTest.cpp)
+target_link_libraries(IngotSamplingCtaEmulationTests PRIVATE GTest::gtest_main Threads::Threads)
+target_include_directories(IngotSamplingCtaEmulationTests PRIVATE ${CMAKE_SOURCE_DIR})
+gtest_discover_tests(IngotSamplingCtaEmulationTests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 if(NOT INGOT_ENABLE_CUDA)
   return()
 endif()

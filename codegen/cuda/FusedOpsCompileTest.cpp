@@ -1,8 +1,8 @@
 //===- FusedOpsCompileTest.cpp - fused kernels compile for every target, no GPU needed ===//
 //
 // The fused elementwise kernels (rms_norm + residual, rope + KV write, silu_mul, embedding,
-// add, add_bias, to_bf16, gather_rows; f32 and bf16) compile with NVRTC in one translation
-// unit for every default target, each
+// add, add_bias, to_bf16, gather_rows; f32 and bf16; token sampling, f32 only) compile with
+// NVRTC in one translation unit for every default target, each
 // entry point is in every binary, and ptxas -v finds no register spills and no stack frame
 // on any default cubin target (sm_80, sm_89, sm_90a, sm_100f, sm_120f). Prints the
 // resources per kernel. About 3 s on 2 cores.
@@ -27,7 +27,7 @@ std::vector<std::string> allKernelNames() {
   std::vector<std::string> names;
   for (FusedOp op : allFusedOps())
     for (AttentionDtype t : {AttentionDtype::kF32, AttentionDtype::kBF16})
-      names.push_back(fusedKernelName(op, t));
+      if (fusedOpHasEntryPoint(op, t)) names.push_back(fusedKernelName(op, t));
   return names;
 }
 
@@ -81,10 +81,25 @@ TEST(FusedOpsCompile, PerTypeUnitHoldsEveryEntryPointOfItsTypeOnly) {
     const AttentionDtype other = t == AttentionDtype::kF32 ? AttentionDtype::kBF16 : AttentionDtype::kF32;
     const std::string src = fusedOpsSource({}, {t});
     for (FusedOp op : allFusedOps()) {
-      EXPECT_NE(src.find(fusedKernelName(op, t) + "("), std::string::npos) << fusedKernelName(op, t);
+      if (fusedOpHasEntryPoint(op, t))
+        EXPECT_NE(src.find(fusedKernelName(op, t) + "("), std::string::npos) << fusedKernelName(op, t);
       EXPECT_EQ(src.find(fusedKernelName(op, other) + "("), std::string::npos) << fusedKernelName(op, other);
     }
   }
+}
+
+TEST(FusedOpsCompile, SamplingKernelIsF32OnlyAndBringsItsHeader) {
+  EXPECT_TRUE(fusedOpHasEntryPoint(FusedOp::kSample, AttentionDtype::kF32));
+  EXPECT_FALSE(fusedOpHasEntryPoint(FusedOp::kSample, AttentionDtype::kBF16));
+  EXPECT_EQ(fusedKernelName(FusedOp::kSample, AttentionDtype::kF32), "ingot_fused_sample_f32");
+  const std::string sample = fusedOpsSource({FusedOp::kSample}, {AttentionDtype::kF32});
+  EXPECT_NE(sample.find("ingot_fused_sample_f32(ingot::sampling::SampleParams p)"),
+            std::string::npos);
+  EXPECT_NE(sample.find("// ---- codegen/cuda/kernels/sampling.cuh"), std::string::npos);
+  // Without the sampling entry point the unit does not carry (or compile) its header.
+  const std::string bf16 = fusedOpsSource({}, {AttentionDtype::kBF16});
+  EXPECT_EQ(bf16.find("ingot_fused_sample"), std::string::npos);
+  EXPECT_EQ(bf16.find("kernels/sampling.cuh"), std::string::npos);
 }
 
 } // namespace

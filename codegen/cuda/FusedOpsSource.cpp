@@ -16,6 +16,7 @@ const char *opName(FusedOp op) {
   case FusedOp::kAddBias: return "add_bias";
   case FusedOp::kToBf16: return "to_bf16";
   case FusedOp::kGatherRows: return "gather_rows";
+  case FusedOp::kSample: return "sample";
   }
   return "unknown";
 }
@@ -53,6 +54,11 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
     return bounds + "(const " + t + " *in, const int *rows, " + t +
            " *out, int num_rows, int width) {\n  ingot::fused::gatherRows<" + t +
            ">(in, rows, out, num_rows, width);\n}\n";
+  case FusedOp::kSample:
+    // Minimum 1 CTA per SM: rows are few and each CTA has a row to itself, so occupancy is
+    // no goal; without it ptxas (CUDA 13) holds some targets to 64 registers and spills.
+    return "extern \"C\" __global__ void __launch_bounds__(ingot::sampling::kSampleThreads, 1) " +
+           name + "(ingot::sampling::SampleParams p) {\n  ingot::sampling::sampleRows(p);\n}\n";
   }
   return "";
 }
@@ -63,8 +69,12 @@ const std::vector<FusedOp> &allFusedOps() {
   static const std::vector<FusedOp> ops = {
       FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite, FusedOp::kSiluMul,
       FusedOp::kEmbedding,       FusedOp::kAdd,         FusedOp::kAddBias,
-      FusedOp::kToBf16,          FusedOp::kGatherRows};
+      FusedOp::kToBf16,          FusedOp::kGatherRows,  FusedOp::kSample};
   return ops;
+}
+
+bool fusedOpHasEntryPoint(FusedOp op, AttentionDtype dtype) {
+  return op != FusedOp::kSample || dtype == AttentionDtype::kF32;
 }
 
 std::string fusedKernelName(FusedOp op, AttentionDtype dtype) {
@@ -74,21 +84,28 @@ std::string fusedKernelName(FusedOp op, AttentionDtype dtype) {
 
 std::string fusedOpsSource(const std::vector<FusedOp> &ops,
                            const std::vector<AttentionDtype> &dtypes) {
-  const std::string path = "codegen/cuda/kernels/fused_ops.cuh";
-  std::string src = "// Fused elementwise kernels (assembled by codegen/cuda/FusedOpsSource).\n"
-                    "// ---- " + path + "\n";
-  std::istringstream in(embeddedKernelHeader(path));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("#pragma once", 0) != 0) src += line + "\n";
-  src += "// ---- entry points\n";
   const std::vector<AttentionDtype> types =
       dtypes.empty() ? std::vector<AttentionDtype>{AttentionDtype::kF32, AttentionDtype::kBF16}
                      : dtypes;
+  std::string entries;
+  bool sampling = false;
   for (FusedOp op : ops.empty() ? allFusedOps() : ops)
-    for (AttentionDtype dtype : types)
-      src += entryPoint(op, fusedKernelName(op, dtype),
-                        dtype == AttentionDtype::kF32 ? "float" : "__nv_bfloat16");
-  return src;
+    for (AttentionDtype dtype : types) {
+      if (!fusedOpHasEntryPoint(op, dtype)) continue;
+      sampling |= op == FusedOp::kSample;
+      entries += entryPoint(op, fusedKernelName(op, dtype),
+                            dtype == AttentionDtype::kF32 ? "float" : "__nv_bfloat16");
+    }
+  std::string src = "// Fused elementwise kernels (assembled by codegen/cuda/FusedOpsSource).\n";
+  std::vector<std::string> paths = {"codegen/cuda/kernels/fused_ops.cuh"};
+  if (sampling) paths.push_back("codegen/cuda/kernels/sampling.cuh");
+  for (const std::string &path : paths) {
+    src += "// ---- " + path + "\n";
+    std::istringstream in(embeddedKernelHeader(path));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("#pragma once", 0) != 0) src += line + "\n";
+  }
+  return src + "// ---- entry points\n" + entries;
 }
 
 } // namespace ingot::codegen

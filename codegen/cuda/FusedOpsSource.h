@@ -29,6 +29,9 @@ namespace ingot::codegen {
 ///                     long count): round to nearest even (a copy for bf16)
 ///   kGatherRows:      grid num_rows; args (const T *in, const int *rows, T *out,
 ///                     int num_rows, int width): out row i = in row rows[i]
+///   kSample:          f32 only (logits are f32 whatever the activations); grid rows;
+///                     args (sampling::SampleParams, kernels/sampling.cuh): the token of
+///                     each logit row under its sampling::RowParams, as the CPU Sampler
 /// fusedGridSize (kernels/fused_ops.cuh) = min(ceil(count / 256), 65535 * 4), at least 1;
 /// any other grid is correct too (grid-stride loops), just not the tuned choice.
 enum class FusedOp {
@@ -40,16 +43,21 @@ enum class FusedOp {
   kAddBias,
   kToBf16,
   kGatherRows,
+  kSample,
 };
 
 /// Every op, in declaration order.
 const std::vector<FusedOp> &allFusedOps();
 
+/// Whether `op` has an entry point for `dtype` (kSample has only the f32 one).
+bool fusedOpHasEntryPoint(FusedOp op, AttentionDtype dtype);
+
 /// The entry point of `op` for `dtype`, e.g. "ingot_fused_rms_norm_residual_bf16".
 std::string fusedKernelName(FusedOp op, AttentionDtype dtype);
 
-/// The translation unit: the fused_ops.cuh text and the entry points of `ops` for each
-/// of `dtypes` (all ops and both types when empty).
+/// The translation unit: the fused_ops.cuh text (and sampling.cuh's where kSample is in)
+/// and the entry points of `ops` for each of `dtypes` that have one (all ops and both
+/// types when empty).
 std::string fusedOpsSource(const std::vector<FusedOp> &ops = {},
                            const std::vector<AttentionDtype> &dtypes = {});
 

@@ -7,9 +7,13 @@
 
 #include "codegen/cuda/FusedOpsSource.h"
 #include "codegen/cuda/kernels/fused_ops.cuh"
+#include "codegen/cuda/kernels/sampling.cuh"
 #include "compiler/driver/CudaCompileJobs.h"
 
 namespace ingot::compiler {
+
+static_assert(sampling::kSampleThreads == fused::kFusedThreads,
+              "every fused KernelDef is launched with kFusedThreads threads");
 
 std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &contents) {
   bool f32 = false, bf16 = false;
@@ -38,35 +42,55 @@ Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
     return okStatus();
   const auto start = std::chrono::steady_clock::now();
 
+  // One translation unit per element type: every entry point of that type. The sampling
+  // kernel reads f32 logits whatever the activations' type, so an artifact without f32
+  // activations still gets an f32 unit holding only the f32-only ops.
+  struct Unit {
+    codegen::AttentionDtype dtype;
+    std::vector<codegen::FusedOp> ops;
+    std::string name, source;
+  };
+  std::vector<Unit> units;
+  for (codegen::AttentionDtype dtype : dtypes) {
+    Unit unit{dtype, {}, dtype == codegen::AttentionDtype::kF32 ? "ingot_fused_ops_f32"
+                                                                 : "ingot_fused_ops_bf16", ""};
+    for (codegen::FusedOp op : codegen::allFusedOps())
+      if (codegen::fusedOpHasEntryPoint(op, dtype))
+        unit.ops.push_back(op);
+    units.push_back(std::move(unit));
+  }
+  if (dtypes.front() != codegen::AttentionDtype::kF32) {
+    Unit unit{codegen::AttentionDtype::kF32, {}, "ingot_fused_f32_only_ops", ""};
+    for (codegen::FusedOp op : codegen::allFusedOps())
+      if (!codegen::fusedOpHasEntryPoint(op, codegen::AttentionDtype::kBF16))
+        unit.ops.push_back(op);
+    units.push_back(std::move(unit));
+  }
+
   std::set<std::string> present;
   for (const Kernel &k : writer.contents().kernels)
     present.insert(k.name);
-  for (codegen::AttentionDtype dtype : dtypes)
-    for (codegen::FusedOp op : codegen::allFusedOps())
-      if (const std::string name = codegen::fusedKernelName(op, dtype); present.count(name))
+  for (const Unit &unit : units)
+    for (codegen::FusedOp op : unit.ops)
+      if (const std::string name = codegen::fusedKernelName(op, unit.dtype); present.count(name))
         return invalidArgument("kernel " + name + " is already in the artifact: the fused "
                                "kernels are added once");
 
-  // One translation unit per element type: every entry point of that type.
-  std::vector<std::string> names, sources;
-  for (codegen::AttentionDtype dtype : dtypes) {
-    names.push_back(dtype == codegen::AttentionDtype::kF32 ? "ingot_fused_ops_f32"
-                                                           : "ingot_fused_ops_bf16");
-    sources.push_back(codegen::fusedOpsSource({}, {dtype}));
+  std::vector<CudaUnitSource> sources;
+  for (Unit &unit : units) {
+    unit.source = codegen::fusedOpsSource(unit.ops, {unit.dtype});
+    sources.push_back({&unit.name, &unit.source});
   }
-  std::vector<CudaUnitSource> units;
-  for (size_t i = 0; i < dtypes.size(); ++i)
-    units.push_back({&names[i], &sources[i]});
-  StatusOr<std::vector<CompiledCudaUnit>> compiled = compileCudaUnits(units, options, rep);
+  StatusOr<std::vector<CompiledCudaUnit>> compiled = compileCudaUnits(sources, options, rep);
   if (!compiled.ok())
     return compiled.status();
 
   // One KernelDef per entry point, each with its unit's binaries (stored once on write).
-  for (size_t i = 0; i < dtypes.size(); ++i) {
+  for (size_t i = 0; i < units.size(); ++i) {
     const CompiledCudaUnit &unit = (*compiled)[i];
-    for (codegen::FusedOp op : codegen::allFusedOps()) {
+    for (codegen::FusedOp op : units[i].ops) {
       Kernel kernel;
-      kernel.name = codegen::fusedKernelName(op, dtypes[i]);
+      kernel.name = codegen::fusedKernelName(op, units[i].dtype);
       kernel.blockDim = {static_cast<uint32_t>(fused::kFusedThreads), 1, 1};
       kernel.sharedMemBytes = 0;
       kernel.binaries = unit.binaries;

@@ -3,7 +3,8 @@
 // The compile stage beside the attention kernels that gives an artifact the CUDA backend's
 // fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh: rms_norm + residual, rope +
 // KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows) for the element types
-// of its programs' activations. Plain C++ (no MLIR).
+// of its programs' activations, and the f32 token sampling kernel (kernels/sampling.cuh).
+// Plain C++ (no MLIR).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,7 +24,8 @@ namespace ingot::compiler {
 std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &contents);
 
 /// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
-/// for each of fusedKernelDtypes as a KernelDef of 256 threads without dynamic shared memory,
+/// for each of fusedKernelDtypes that has one (codegen::fusedOpHasEntryPoint), plus the f32
+/// sampling kernel whatever the activations' type, as a KernelDef of 256 threads without dynamic shared memory,
 /// whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once

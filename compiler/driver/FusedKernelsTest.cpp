@@ -64,15 +64,22 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
   CudaKernelReport report;
   Status s = addFusedKernels(writer, options, &report);
   ASSERT_TRUE(s.ok()) << s.message();
-  const size_t numOps = codegen::allFusedOps().size();
+  // The f32 unit has every op, the bf16 unit every op but the f32-only sampling kernel.
+  std::vector<std::string> f32Names, bf16Names;
+  for (codegen::FusedOp op : codegen::allFusedOps()) {
+    f32Names.push_back(codegen::fusedKernelName(op, AttentionDtype::kF32));
+    if (codegen::fusedOpHasEntryPoint(op, AttentionDtype::kBF16))
+      bf16Names.push_back(codegen::fusedKernelName(op, AttentionDtype::kBF16));
+  }
+  const size_t numF32 = f32Names.size(), total = numF32 + bf16Names.size();
+  EXPECT_EQ(bf16Names.size() + 1, numF32);
   const std::vector<Kernel> &kernels = writer.contents().kernels;
-  ASSERT_EQ(kernels.size(), 2 * numOps);
-  EXPECT_EQ(report.kernels, 2 * numOps);
+  ASSERT_EQ(kernels.size(), total);
+  EXPECT_EQ(report.kernels, total);
   EXPECT_EQ(report.compiles, 4u) << "one NVRTC unit per (element type, target)";
   for (size_t i = 0; i < kernels.size(); ++i) {
-    const AttentionDtype dtype = i < numOps ? AttentionDtype::kF32 : AttentionDtype::kBF16;
     const Kernel &k = kernels[i];
-    EXPECT_EQ(k.name, codegen::fusedKernelName(codegen::allFusedOps()[i % numOps], dtype));
+    EXPECT_EQ(k.name, i < numF32 ? f32Names[i] : bf16Names[i - numF32]);
     EXPECT_EQ(k.blockDim, (std::vector<uint32_t>{256, 1, 1}));
     EXPECT_EQ(k.sharedMemBytes, 0u);
     ASSERT_EQ(k.binaries.size(), 2u);
@@ -80,13 +87,13 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
     EXPECT_EQ(k.binaries[0].format, schema::BinaryFormat::Cubin);
     EXPECT_EQ(k.binaries[1].target, "compute_80");
     EXPECT_EQ(k.binaries[1].format, schema::BinaryFormat::Ptx);
-    const Kernel &first = kernels[i < numOps ? 0 : numOps];
+    const Kernel &first = kernels[i < numF32 ? 0 : numF32];
     EXPECT_EQ(k.binaries[0].data, first.binaries[0].data) << k.name;
     EXPECT_EQ(k.binaries[1].data, first.binaries[1].data) << k.name;
     const std::string ptx(k.binaries[1].data.begin(), k.binaries[1].data.end());
     EXPECT_NE(ptx.find(".entry " + k.name), std::string::npos) << k.name << " not in its PTX";
   }
-  EXPECT_NE(kernels[0].binaries[1].data, kernels[numOps].binaries[1].data);
+  EXPECT_NE(kernels[0].binaries[1].data, kernels[numF32].binaries[1].data);
 
   s = addFusedKernels(writer, options, &report);
   ASSERT_FALSE(s.ok());
@@ -94,7 +101,30 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
                              "artifact"),
             std::string::npos)
       << s.message();
-  EXPECT_EQ(writer.contents().kernels.size(), 2 * numOps);
+  EXPECT_EQ(writer.contents().kernels.size(), total);
+}
+
+TEST(FusedKernels, Bf16OnlyArtifactStillGetsTheF32SamplingKernel) {
+  if (!cudaCodegenAvailable())
+    GTEST_SKIP() << "this build has no NVRTC";
+  ArtifactWriter writer;
+  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16}}));
+  CudaKernelReport report;
+  Status s = addFusedKernels(writer, {{"compute_80"}, ""}, &report);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::vector<Kernel> &kernels = writer.contents().kernels;
+  ASSERT_FALSE(kernels.empty());
+  const Kernel &sample = kernels.back();
+  EXPECT_EQ(sample.name, "ingot_fused_sample_f32");
+  ASSERT_EQ(sample.binaries.size(), 1u);
+  const std::string ptx(sample.binaries[0].data.begin(), sample.binaries[0].data.end());
+  EXPECT_NE(ptx.find(".entry ingot_fused_sample_f32"), std::string::npos);
+  EXPECT_EQ(ptx.find("_bf16"), std::string::npos) << "the sampling unit holds only f32-only ops";
+  for (size_t i = 0; i + 1 < kernels.size(); ++i) {
+    EXPECT_NE(kernels[i].name.find("_bf16"), std::string::npos) << kernels[i].name;
+    EXPECT_NE(kernels[i].binaries[0].data, sample.binaries[0].data) << kernels[i].name;
+  }
+  EXPECT_EQ(report.compiles, 2u) << "the bf16 unit and the f32-only unit";
 }
 
 } // namespace

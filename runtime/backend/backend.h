@@ -16,6 +16,17 @@
 
 namespace ingot {
 
+/// How the token of one logit row is picked where the logits are (Backend::stepAndSample):
+/// the request's Sampler transforms and the one uniform it drew for this token. 24 bytes,
+/// the layout of the CUDA sampling kernel's parameters (codegen/cuda/kernels/sampling.cuh).
+struct RowSampling {
+  float temperature = 0.0f;  ///< <= 0: greedy
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double u = 0.0;  ///< in [0, 1): the inverse-CDF draw over the kept tokens in id order
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -25,6 +36,17 @@ class Backend {
   /// anything runs. A program with the speculative tree inputs may be given none: it then
   /// runs as plain causal attention.
   virtual Status step(const StepInputs& inputs, std::vector<float>* logits) = 0;
+  /// Whether stepAndSample() works on this backend.
+  virtual bool samplesOnBackend() const { return false; }
+  /// step(), then the token of each logit row picked by `rows[i]` (Sampler semantics:
+  /// temperature, top-k, top-p, min-p, the draw in token-id order) where the logits are, so
+  /// only tokens come back: `tokens` gets one per logit row. Penalties and logprobs need the
+  /// host (use step()). Backends that cannot sample say so.
+  virtual Status stepAndSample(const StepInputs& inputs, const std::vector<RowSampling>& rows,
+                               std::vector<int32_t>* tokens) {
+    (void)inputs, (void)rows, (void)tokens;
+    return unimplemented("this backend does not sample; use step()");
+  }
   /// Copies every layer's K and V of block `src` to block `dst` (copy-on-write).
   virtual Status copyKvBlocks(int64_t src, int64_t dst) = 0;
   /// Copies every layer's K and V row of slot `from` to slot `to`, pair by pair in order.

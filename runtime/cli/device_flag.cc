@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "runtime/backend/cpu/tp_cpu_backend.h"
+
 #ifdef INGOT_HAVE_CUDA_BACKEND
 #include "runtime/backend/cuda/cuda_backend.h"
 #endif
@@ -20,7 +22,8 @@ bool cudaBackendBuilt() {
 
 StatusOr<BackendFactory> backendFactoryFor(const DeviceFlags& flags) {
   INGOT_RETURN_IF_ERROR(checkTensorParallelLaunch(flags.tp_launch, flags.device));
-  if (flags.tp_launch.mode == "processes") return processRanksFactory(flags.tp_launch);
+  if (flags.tp_launch.mode == "processes" && flags.device == "cpu")
+    return processRanksFactory(flags.tp_launch);
   if (flags.device == "cpu") return BackendFactory();
   int ordinal = 0;
   if (flags.device != "cuda") {
@@ -34,10 +37,19 @@ StatusOr<BackendFactory> backendFactoryFor(const DeviceFlags& flags) {
   if (!(flags.gpu_memory_utilization > 0.0 && flags.gpu_memory_utilization <= 1.0))
     return invalidArgument("--gpu-memory-utilization must be in (0, 1], got " +
                            std::to_string(flags.gpu_memory_utilization));
+  // CUDA ranks of a sharded artifact: rank r on GPU ordinal + r, one process each.
+  if (flags.tp_launch.mode == "processes")
+    return processRanksFactory(flags.tp_launch, ordinal, flags.gpu_memory_utilization);
 #ifdef INGOT_HAVE_CUDA_BACKEND
   const double utilization = flags.gpu_memory_utilization;
   return BackendFactory([ordinal, utilization](const Artifact& artifact, const BackendRequest& request)
                             -> StatusOr<std::unique_ptr<Backend>> {
+    const int32_t world = tensorParallelWorldSize(artifact);
+    if (world > 1)
+      return invalidArgument("--device " + std::string(ordinal == 0 ? "cuda" : "cuda:" + std::to_string(ordinal)) +
+                             ": " + artifact.source() + " is sharded over " + std::to_string(world) +
+                             " tensor-parallel ranks; CUDA ranks run one process per GPU: add "
+                             "--tp-mode processes (rank r on GPU " + std::to_string(ordinal) + " + r)");
     CudaBackendOptions options;
     options.device = ordinal;
     options.gpu_memory_utilization = utilization;

@@ -23,7 +23,9 @@ struct DeviceFlags {
 /// backend for cuda[:N], which prints its startup line (GPU, weights, KV blocks, kernels)
 /// to stderr when created. A build without the CUDA backend, an unknown device or a
 /// utilization outside (0, 1] is an error naming the flag. With --tp-mode processes (after
-/// checkTensorParallelLaunch()): rank 0 of CPU ranks as processes (processRanksFactory()).
+/// checkTensorParallelLaunch()): rank 0 of ranks as processes (processRanksFactory()), CPU
+/// ranks, or CUDA ranks from GPU N on. A sharded artifact on --device cuda without
+/// --tp-mode processes is an error saying to add it.
 StatusOr<BackendFactory> backendFactoryFor(const DeviceFlags& flags);
 
 /// Whether this build has the CUDA backend.

@@ -1,5 +1,6 @@
 // The `ingot` command-line tool: one binary, one subcommand per user task.
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -331,7 +332,7 @@ int main(int argc, char** argv) {
 
   // ingot tp-worker (hidden): a worker rank that `--tp-mode processes` starts.
   ingot::TpWorkerOptions worker_options;
-  std::string worker_master, worker_kv_dtype = "artifact";
+  std::string worker_master, worker_kv_dtype = "artifact", worker_device = "cpu";
   int64_t worker_timeout_ms = worker_options.timeout.count();
   CLI::App* tp_worker = app.add_subcommand("tp-worker", "A tensor-parallel worker rank (internal)");
   tp_worker->group("");
@@ -345,12 +346,26 @@ int main(int argc, char** argv) {
   tp_worker->add_option("--kv-dtype", worker_kv_dtype);
   tp_worker->add_option("--timeout-ms", worker_timeout_ms)->check(CLI::PositiveNumber);
   tp_worker->add_option("--chunk-floats", worker_options.chunk_floats)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--device", worker_device, "cpu, or cuda:N: this rank's GPU");
+  tp_worker->add_option("--gpu-memory-utilization", worker_options.gpu_memory_utilization);
+  tp_worker->add_option("--max-model-len", worker_options.max_model_len)->check(CLI::NonNegativeNumber);
 
   CLI11_PARSE(app, argc, argv);
 
   if (*tp_worker) {
     worker_options.kv_dtype = worker_kv_dtype == "artifact" ? "" : worker_kv_dtype;
     worker_options.timeout = std::chrono::milliseconds(worker_timeout_ms);
+    if (worker_device != "cpu") {
+      char* end = nullptr;
+      const long gpu = worker_device.rfind("cuda:", 0) == 0
+                           ? std::strtol(worker_device.c_str() + 5, &end, 10) : -1;
+      if (gpu < 0 || !end || end == worker_device.c_str() + 5 || *end != '\0') {
+        std::cerr << "ingot tp-worker: error: --device must be cpu or cuda:N, got '"
+                  << worker_device << "'\n";
+        return 2;
+      }
+      worker_options.gpu = static_cast<int32_t>(gpu);
+    }
     return ingot::runTpWorkerCommand(worker_options, worker_master, std::cerr);
   }
   if (*serve) {

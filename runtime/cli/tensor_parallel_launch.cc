@@ -5,7 +5,10 @@
 
 #include <cstdlib>
 
+#include <iostream>
+
 #include "runtime/backend/tp/multi_process_tp_backend.h"
+#include "runtime/backend/tp/rank_backend.h"
 #include "runtime/engine/engine.h"
 
 namespace ingot {
@@ -24,8 +27,8 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
                            std::to_string(launch.master_port));
   if (launch.nnodes > 1)
     return unimplemented("--nnodes " + std::to_string(launch.nnodes) +
-                         ": tensor parallelism over several hosts needs NCCL between GPUs "
-                         "(CUDA ranks, not built yet); CPU ranks share memory on one host "
+                         ": tensor parallelism over several hosts is not built yet; CPU ranks "
+                         "share memory on one host and CUDA ranks use the GPUs of one host "
                          "(docs/tensor-parallel.md)");
   in_addr numeric{};
   if (!launch.master_addr.empty() && ::inet_pton(AF_INET, launch.master_addr.c_str(), &numeric) != 1)
@@ -35,29 +38,39 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
   if (master_given && launch.mode != "processes")
     return invalidArgument("--master-addr / --master-port need --tp-mode processes (the "
                            "default, threads, has no store)");
-  if (launch.mode == "processes" && device != "cpu")
+  if (launch.mode == "processes" && device != "cpu" && !cudaRanksBuilt())
     return unimplemented("--tp-mode processes with --device " + device +
-                         ": CUDA ranks (one GPU per process on NCCL) are not built yet; "
-                         "processes mode runs CPU ranks");
+                         ": CUDA ranks (one GPU per process on NCCL) need a build with the CUDA "
+                         "backend and NCCL; this one runs CPU ranks only");
   return okStatus();
 }
 
-BackendFactory processRanksFactory(const TensorParallelLaunch& launch) {
-  return [launch](const Artifact& artifact,
-                  const BackendRequest& request) -> StatusOr<std::unique_ptr<Backend>> {
+BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first_gpu,
+                                   double gpu_memory_utilization) {
+  return [launch, first_gpu, gpu_memory_utilization](
+             const Artifact& artifact,
+             const BackendRequest& request) -> StatusOr<std::unique_ptr<Backend>> {
     if (artifact.source() == "<memory>")
       return invalidArgument("--tp-mode processes needs an artifact file for its workers");
     MultiProcessTpOptions o;
     o.artifact_path = artifact.source();
     o.cpu.num_threads = request.num_threads;
     o.cpu.num_kv_blocks = request.num_kv_blocks;
-    if (o.cpu.num_kv_blocks <= 0 && artifact.manifest().config())
+    // CUDA ranks size their pools from the GPUs' free memory (the same on every rank).
+    if (o.cpu.num_kv_blocks <= 0 && artifact.manifest().config() && first_gpu < 0)
       o.cpu.num_kv_blocks = Engine::defaultKvBlocks(*artifact.manifest().config());
+    o.first_gpu = first_gpu;
+    o.gpu_memory_utilization = gpu_memory_utilization;
+    o.max_model_len = request.max_model_len;
     o.cpu.kv_dtype = request.kv_dtype;
     if (!launch.master_addr.empty()) o.master_addr = launch.master_addr;
     o.master_port = static_cast<uint16_t>(launch.master_port);
     StatusOr<std::unique_ptr<MultiProcessTpBackend>> b = MultiProcessTpBackend::create(artifact, o);
     if (!b.ok()) return b.status();
+    if (first_gpu >= 0)
+      std::cerr << "ingot: cuda: " << (*b)->worldSize() << " ranks on GPUs " << first_gpu << ".."
+                << first_gpu + (*b)->worldSize() - 1 << " (NCCL); rank 0: "
+                << (*b)->describeRank0() << "\n";
     return std::unique_ptr<Backend>(std::move(b).value());
   };
 }

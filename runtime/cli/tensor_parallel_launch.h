@@ -16,7 +16,7 @@ struct TensorParallelLaunch {
   /// "processes": rank 0 here, ranks 1..N-1 as `ingot tp-worker` processes it starts.
   std::string mode = "threads";
   /// --nnodes / --node-rank: hosts taking part and this host's index. More than one host
-  /// needs NCCL between GPUs (CUDA ranks), which is not built yet: an error for now.
+  /// is not built yet: an error for now.
   int nnodes = 1;
   int node_rank = 0;
   /// --master-addr / --master-port: where rank 0 serves the group's store (numeric IPv4;
@@ -26,14 +26,17 @@ struct TensorParallelLaunch {
 };
 
 /// Checks `launch` against the device: mode threads or processes; nnodes >= 1 and
-/// node_rank in [0, nnodes); multi-node refused (needs NCCL, CUDA ranks); the master
-/// flags only with processes; processes only on the CPU (CUDA ranks come later).
+/// node_rank in [0, nnodes); multi-node refused (not built yet); the master flags only
+/// with processes; processes on CUDA only in a build with CUDA ranks (cudaRanksBuilt()).
 Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::string& device);
 
 /// The factory for mode processes: MultiProcessTpBackend over the artifact's file, its
-/// workers this binary (`ingot tp-worker`). A request without a KV pool size gets the
-/// engine's default, on every rank.
-BackendFactory processRanksFactory(const TensorParallelLaunch& launch);
+/// workers this binary (`ingot tp-worker`). first_gpu < 0: CPU ranks, and a request without
+/// a KV pool size gets the engine's default on every rank. first_gpu >= 0: CUDA ranks, rank
+/// r on GPU first_gpu + r with gpu_memory_utilization each, pools sized from free memory
+/// (the least any rank has room for); prints the ranks' startup line to stderr.
+BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first_gpu = -1,
+                                   double gpu_memory_utilization = 0.9);
 
 /// `ingot tp-worker` (hidden; rank 0 starts it): `master` is "host:port". Returns the exit
 /// code; errors go to `err` prefixed with the rank.

@@ -424,11 +424,17 @@ void Engine::report(RequestId id, RequestOutput out, FinishReason reason,
 void Engine::sampleOne(RequestId id, const float* logits, std::vector<RequestOutput>* outputs) {
   Live& live = live_.at(id);
   const SamplingParams& params = live.sampler.params();
-  RequestOutput out;
   SampleLogprobs lp;
   const int32_t token =
       live.sampler.sample(logits, backend_->vocabSize(), params.logprobs ? &lp : nullptr);
-  if (params.logprobs) out.logprobs.push_back(std::move(lp));
+  emitSampled(id, token, params.logprobs ? &lp : nullptr, outputs);
+}
+
+void Engine::emitSampled(RequestId id, int32_t token, SampleLogprobs* logprobs,
+                         std::vector<RequestOutput>* outputs) {
+  Live& live = live_.at(id);
+  RequestOutput out;
+  if (logprobs) out.logprobs.push_back(std::move(*logprobs));
   FinishReason reason = emitToken(live, token, &out);
   if (reason == FinishReason::kNone && !sched_->appendToken(id, token).ok())
     reason = FinishReason::kLength;  // unreachable while max_model_len <= pool tokens
@@ -574,7 +580,28 @@ StatusOr<std::vector<RequestOutput>> Engine::step() {
     int64_t tree_bits_shape[3], tree_start_shape[1];
     const StepInputs inputs = buildStepInputs(plan, trees, backend_->takesTreeInputs(), &rows, &tree_start,
                                               &tree_bits, tree_bits_shape, tree_start_shape);
-    INGOT_RETURN_IF_ERROR(backend_->step(inputs, &logits_));
+    // Where the backend samples (the CUDA backend keeps the logits on the GPU), a step whose
+    // rows are all plain requests (no trees, penalties, logprobs or parallel samples) gets
+    // tokens back instead of logits; each request draws its uniform from its own stream.
+    bool on_backend = !any_tree && backend_->samplesOnBackend();
+    for (size_t i = 0; on_backend && i < plan.seqs.size(); ++i) {
+      if (rows[i] < 0) continue;
+      const Live& live = live_.at(plan.seqs[i].id);
+      on_backend = live.sampler.samplesWithoutHistory() && live.pending_forks.empty();
+    }
+    if (on_backend) {
+      row_sampling_.assign(inputs.logit_rows.size(), RowSampling());
+      for (size_t i = 0; i < plan.seqs.size(); ++i) {
+        if (rows[i] < 0) continue;
+        Sampler& sampler = live_.at(plan.seqs[i].id).sampler;
+        const SamplingParams& p = sampler.params();
+        row_sampling_[rows[i]] = {p.temperature, p.top_k, p.top_p, p.min_p,
+                                  p.greedy() ? 0.0 : sampler.nextUniform()};
+      }
+      INGOT_RETURN_IF_ERROR(backend_->stepAndSample(inputs, row_sampling_, &sampled_));
+    } else {
+      INGOT_RETURN_IF_ERROR(backend_->step(inputs, &logits_));
+    }
     INGOT_RETURN_IF_ERROR(sched_->completeStep(plan));
     counters_.computed_tokens += plan.num_tokens;
     ++counters_.steps;
@@ -582,6 +609,13 @@ StatusOr<std::vector<RequestOutput>> Engine::step() {
     const int64_t vocab = backend_->vocabSize();
     for (size_t i = 0; i < plan.seqs.size(); ++i) {
       if (rows[i] < 0) continue;
+      if (on_backend) {
+        Live& live = live_.at(plan.seqs[i].id);
+        const int32_t token = sampled_[rows[i]];
+        live.sampler.recordOutput(token);
+        emitSampled(plan.seqs[i].id, token, nullptr, &outputs);
+        continue;
+      }
       const float* row = logits_.data() + static_cast<int64_t>(rows[i]) * vocab;
       if (trees[i]) INGOT_RETURN_IF_ERROR(verifyDraft(plan.seqs[i], row, &outputs));
       else sampleRow(plan.seqs[i].id, row, &outputs);

@@ -202,6 +202,9 @@ class Engine {
   void drainInbox(std::vector<RequestOutput>* outputs);
   void sampleRow(RequestId id, const float* logits, std::vector<RequestOutput>* outputs);
   void sampleOne(RequestId id, const float* logits, std::vector<RequestOutput>* outputs);
+  /// Emits `token` (already recorded by the request's sampler) with its logprobs, if any.
+  void emitSampled(RequestId id, int32_t token, SampleLogprobs* logprobs,
+                   std::vector<RequestOutput>* outputs);
   /// Records one generated token in `out`; the reason it ends the request, or kNone.
   FinishReason emitToken(Live& live, int32_t token, RequestOutput* out);
   /// Ends `out` with `reason` (finishing the request when it is set) and reports it.
@@ -230,6 +233,9 @@ class Engine {
   int32_t max_model_len_ = 0;
   std::unordered_map<RequestId, Live> live_;
   std::vector<float> logits_;
+  /// Steps sampled on the backend: each logit row's parameters, and the tokens it picked.
+  std::vector<RowSampling> row_sampling_;
+  std::vector<int32_t> sampled_;
   std::vector<double> target_probs_;  // sampled verification scratch
   std::unique_ptr<DraftModel> draft_;  // kSelf / kDraftModel
   EngineMetrics counters_;  // engine thread only

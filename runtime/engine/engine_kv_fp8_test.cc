@@ -13,21 +13,7 @@ namespace {
 
 constexpr int kVocab = 256;
 
-const Artifact& tinyLlama() {
-  static Artifact* artifact = [] {
-    testing::LlamaProgramOptions o;
-    o.vocab = kVocab;
-    o.max_context = 512;
-    o.seed = 7;
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    static std::vector<uint8_t> storage = std::move(*bytes);
-    StatusOr<Artifact> a = Artifact::openFromMemory(storage);
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    return new Artifact(std::move(*a));
-  }();
-  return *artifact;
-}
+const Artifact& tinyLlama() { return testing::sharedLlamaArtifact(kVocab, 512, 7); }
 
 std::unique_ptr<Engine> makeEngine(KvDtype kv, int32_t budget = 48) {
   EngineOptions o;

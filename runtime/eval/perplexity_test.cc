@@ -108,21 +108,7 @@ TEST(PerplexityWindowsTest, RejectsTooFewTokensSmallContextAndBadStride) {
   EXPECT_FALSE(planPerplexityWindows(100, 32, 33).ok());
 }
 
-const Artifact& tinyLlama() {
-  static Artifact* artifact = [] {
-    testing::LlamaProgramOptions o;
-    o.vocab = kVocab;
-    o.max_context = kMaxContext;
-    o.seed = 11;
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    static std::vector<uint8_t> storage = std::move(*bytes);
-    StatusOr<Artifact> a = Artifact::openFromMemory(storage);
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    return new Artifact(std::move(*a));
-  }();
-  return *artifact;
-}
+const Artifact& tinyLlama() { return testing::sharedLlamaArtifact(kVocab, kMaxContext, 11); }
 
 std::unique_ptr<SequenceRunner> makeRunner() {
   SequenceRunnerOptions o;

@@ -86,6 +86,11 @@ void Sampler::recordOutput(int32_t token) {
   ++num_generated_;
 }
 
+bool Sampler::samplesWithoutHistory() const {
+  return params_.repetition_penalty == 1.0f && params_.presence_penalty == 0.0f &&
+         params_.frequency_penalty == 0.0f && !params_.logprobs;
+}
+
 bool Sampler::hasPenalties() const {
   const bool repetition = params_.repetition_penalty != 1.0f &&
                           (!prompt_tokens_.empty() || !output_counts_.empty());
@@ -118,10 +123,12 @@ double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53
 bool Sampler::filter(const float* x, int64_t vocab) {
   candidates_.clear();
   weights_.clear();
+  bool reordered = false;  // candidates_ no longer in id order
   const int32_t k = params_.top_k;
   if (k > 0 && k <= kSmallTopK && k < vocab) {
     // Small top-k: one pass keeping a heap of the k best (front = the worst of them), so the
     // rest of the vocabulary is only compared, never copied.
+    reordered = true;
     for (int64_t i = 0; i < vocab; ++i) {
       if (!(x[i] > -INFINITY)) continue;  // NaN, -inf
       std::pair<float, int32_t> c(x[i], static_cast<int32_t>(i));
@@ -142,6 +149,7 @@ bool Sampler::filter(const float* x, int64_t vocab) {
     if (k > 0 && static_cast<size_t>(k) < candidates_.size()) {
       std::nth_element(candidates_.begin(), candidates_.begin() + k, candidates_.end(), byLogit);
       candidates_.resize(static_cast<size_t>(k));
+      reordered = true;
     }
   }
   if (candidates_.empty()) return false;
@@ -156,6 +164,7 @@ bool Sampler::filter(const float* x, int64_t vocab) {
   // Top-p: the smallest likeliest-first prefix whose mass reaches top_p. Sort a growing
   // prefix only until it holds that mass.
   if (params_.top_p < 1.0f) {
+    reordered = true;
     double total = 0;
     for (const auto& c : candidates_) total += weight(c.first);
     const double target = static_cast<double>(params_.top_p) * total;
@@ -191,15 +200,30 @@ bool Sampler::filter(const float* x, int64_t vocab) {
     weights_.push_back(w);
   }
   candidates_.resize(kept);  // the max always survives: its weight is 1
+  // The draw walks the kept tokens in id order, an order a GPU gets without sorting the
+  // vocabulary (codegen/cuda/kernels/sampling.cuh): same uniform, same token.
+  if (reordered) {
+    by_id_.clear();
+    for (size_t i = 0; i < kept; ++i) by_id_.emplace_back(candidates_[i].second, weights_[i]);
+    std::sort(by_id_.begin(), by_id_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < kept; ++i) {
+      candidates_[i] = {x[by_id_[i].first], by_id_[i].first};
+      weights_[i] = by_id_[i].second;
+    }
+  }
   return true;
 }
 
 int32_t Sampler::draw(const float* x, int64_t vocab) {
+  // Inverse-CDF draw with 53 random bits (std distributions differ between platforms). The
+  // uniform is consumed even when the row falls back to the argmax, so that every
+  // non-greedy token costs exactly one draw (nextUniform()).
+  const double u01 = uniform();
   if (!filter(x, vocab)) return argmax(x, vocab);
-  // Inverse-CDF draw with 53 random bits (std distributions differ between platforms).
   double total = 0;
   for (double w : weights_) total += w;
-  double u = uniform() * total;
+  double u = u01 * total;
   for (size_t i = 0; i < weights_.size(); ++i) {
     if (u < weights_[i]) return candidates_[i].second;
     u -= weights_[i];

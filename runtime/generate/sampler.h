@@ -82,6 +82,13 @@ class Sampler {
   void probabilities(const float* logits, int64_t vocab, std::vector<double>* probs);
   /// Records a generated token without sampling it (e.g. when replaying after preemption).
   void recordOutput(int32_t token);
+  /// Consumes and returns exactly the uniform in [0, 1) that a non-greedy sample() would
+  /// draw, so a caller that picks the token elsewhere (the CUDA sampling kernel, given this
+  /// uniform) keeps the request's random stream in step with sampling here.
+  double nextUniform() { return uniform(); }
+  /// True when the next token depends on the logits and one uniform only: no penalty is in
+  /// effect and logprobs are off, so it may be picked where the logits are (on a GPU).
+  bool samplesWithoutHistory() const;
 
   const SamplingParams& params() const { return params_; }
   /// The request's random engine: speculative verification draws from it too, so one seed
@@ -94,8 +101,11 @@ class Sampler {
   bool hasPenalties() const;
   void applyPenalties(float* x, int64_t vocab) const;
   /// Fills candidates_/weights_ with the tokens that survive top-k/top-p/min-p and their
-  /// unnormalized probabilities; false when the row has no usable value (take the argmax).
+  /// unnormalized probabilities, in token-id order; false when the row has no usable value
+  /// (take the argmax).
   bool filter(const float* x, int64_t vocab);
+  /// Consumes one uniform u, then (unless the row has no usable value: argmax) returns the
+  /// first kept token in id order whose running weight sum exceeds u * (sum of weights).
   int32_t draw(const float* x, int64_t vocab);
   double uniform();  // in [0, 1), 53 random bits
 
@@ -107,6 +117,7 @@ class Sampler {
   std::vector<float> penalized_;
   std::vector<std::pair<float, int32_t>> candidates_;
   std::vector<double> weights_;
+  std::vector<std::pair<int32_t, double>> by_id_;  // scratch: kept (id, weight) to sort
 };
 
 /// Index of the largest value; ties go to the lowest index. NaNs are never chosen.

@@ -1,5 +1,6 @@
 // Sampler: greedy is argmax, seeds reproduce per request, penalties, logprobs, validation,
-// and draw frequencies follow the transformed distribution.
+// draw frequencies follow the transformed distribution, the draw walks the kept tokens in id
+// order, and every non-greedy token costs exactly one uniform.
 #include "runtime/generate/sampler.h"
 
 #include <cmath>
@@ -191,6 +192,100 @@ TEST(SamplerTest, FrequenciesFollowTheTransformedDistribution) {
   ASSERT_GT(support, 2);
   const int dof = support - 1;
   EXPECT_LT(chi2, dof + 5 * std::sqrt(2.0 * dof)) << "chi-square over " << dof << " dof";
+}
+
+TEST(SamplerTest, DrawWalksTheKeptTokensInIdOrder) {
+  // For the uniform u the Sampler draws (read from a copy of it), the token is the first id
+  // whose running probability exceeds u, whatever order the filter left the candidates in:
+  // the small-top-k heap, nth_element for a large top-k, the sorted top-p prefix, min-p.
+  std::mt19937_64 gen(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  struct Filter {
+    int32_t top_k;
+    float top_p, min_p;
+  };
+  const std::vector<Filter> filters = {{0, 1.0f, 0.0f},  {5, 1.0f, 0.0f},   {1500, 1.0f, 0.0f},
+                                       {0, 0.8f, 0.0f},  {0, 1.0f, 0.05f},  {40, 0.9f, 0.02f},
+                                       {1500, 0.95f, 0.01f}};
+  int checked = 0;
+  for (const Filter& f : filters) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> logits(2000 + gen() % 500);
+      for (float& v : logits) v = normal(gen);
+      SamplingParams p;
+      p.temperature = 0.8f;
+      p.top_k = f.top_k;
+      p.top_p = f.top_p;
+      p.min_p = f.min_p;
+      p.seed = gen();
+      Sampler s(p), peek(p);
+      std::vector<double> probs;
+      s.probabilities(logits.data(), logits.size(), &probs);
+      const double u = peek.nextUniform();
+      const int32_t token = s.sample(logits.data(), logits.size());
+      EXPECT_EQ(s.nextUniform(), peek.nextUniform()) << "one sample, one uniform";
+      double cumulative = 0;
+      int32_t expected = -1;
+      bool nearBoundary = false;
+      for (size_t i = 0; i < probs.size() && expected < 0; ++i) {
+        if (probs[i] == 0) continue;
+        cumulative += probs[i];
+        nearBoundary |= std::fabs(cumulative - u) < 1e-9;
+        if (u < cumulative) expected = static_cast<int32_t>(i);
+      }
+      if (nearBoundary || expected < 0) continue;
+      EXPECT_EQ(token, expected) << "top_k " << f.top_k << " top_p " << f.top_p << " min_p "
+                                 << f.min_p << " u " << u;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 250);
+}
+
+TEST(SamplerTest, EveryNonGreedyTokenConsumesExactlyOneUniform) {
+  // Also a row that falls back to the argmax (+inf, or nothing finite): the stream stays in
+  // step with a caller that draws nextUniform() and samples elsewhere. Greedy draws none.
+  const std::vector<float> inf = {0.0f, INFINITY, 1.0f}, nan = {NAN, -INFINITY};
+  std::vector<float> row(50);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = std::cos(float(i));
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.7f;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    p.seed = seed;
+    Sampler a(p), b(p);
+    EXPECT_EQ(a.sample(inf.data(), inf.size()), 1);
+    EXPECT_EQ(a.sample(nan.data(), nan.size()), 0);
+    b.nextUniform();
+    b.nextUniform();
+    EXPECT_EQ(a.sample(row.data(), row.size()), b.sample(row.data(), row.size()));
+  }
+  SamplingParams g;
+  g.seed = 3;
+  Sampler greedy(g), fresh(g);
+  greedy.sample(row.data(), row.size());
+  EXPECT_EQ(greedy.nextUniform(), fresh.nextUniform());
+}
+
+TEST(SamplerTest, SamplesWithoutHistoryOnlyWithoutPenaltiesAndLogprobs) {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 10;
+  p.top_p = 0.8f;
+  p.min_p = 0.1f;
+  p.stop = {"x"};
+  EXPECT_TRUE(Sampler(p).samplesWithoutHistory());
+  EXPECT_TRUE(Sampler(SamplingParams{}).samplesWithoutHistory());
+  const std::vector<std::function<void(SamplingParams&)>> history = {
+      [](SamplingParams& q) { q.repetition_penalty = 1.1f; },
+      [](SamplingParams& q) { q.presence_penalty = 0.5f; },
+      [](SamplingParams& q) { q.frequency_penalty = -0.5f; },
+      [](SamplingParams& q) { q.logprobs = true; }};
+  for (const auto& set : history) {
+    SamplingParams q = p;
+    set(q);
+    EXPECT_FALSE(Sampler(q).samplesWithoutHistory());
+  }
 }
 
 TEST(SamplerTest, ValidateNamesTheOffendingField) {

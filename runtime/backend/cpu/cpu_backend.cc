@@ -42,40 +42,6 @@ uint64_t CpuBackend::kvPoolBytes() const {
 }
 uint64_t CpuBackend::weightBytes() const { return weights_->denseBytes(); }
 
-namespace {
-
-/// The index of the program `options` asks for: programs[options.program] of an unsharded
-/// artifact, or the main program of rank options.tp_rank of a sharded one (checked
-/// against the communicator).
-StatusOr<int32_t> selectProgram(const Artifact& artifact, const CpuBackendOptions& options) {
-  const schema::Manifest& m = artifact.manifest();
-  const int32_t world = m.tensor_parallel() ? m.tensor_parallel()->world_size() : 1;
-  const Communicator* comm = options.communicator;
-  const std::string n = std::to_string(world);
-  if (comm && comm->worldSize() != world)
-    return invalidArgument("the communicator's group has " + std::to_string(comm->worldSize()) +
-                           " ranks, the artifact is sharded over " + n);
-  if (world == 1) return options.program;
-  if (!comm)
-    return invalidArgument("the artifact is sharded over " + n +
-                           " tensor-parallel ranks; a rank needs the group's communicator");
-  if (comm->rank() != options.tp_rank)
-    return invalidArgument("tp_rank " + std::to_string(options.tp_rank) +
-                           " disagrees with the communicator's rank " +
-                           std::to_string(comm->rank()));
-  if (options.program != 0)
-    return unimplemented("draft programs of a tensor-parallel artifact are not supported");
-  if (m.programs())
-    for (uint32_t i = 0; i < m.programs()->size(); ++i) {
-      const schema::ProgramDef* p = m.programs()->Get(i);
-      if (p->role() == schema::ProgramRole::Main && p->tp_rank() == options.tp_rank)
-        return static_cast<int32_t>(i);
-    }
-  return invalidArgument("the artifact (sharded over " + n + " ranks) has no main program for "
-                         "tp_rank " + std::to_string(options.tp_rank));
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifact,
                                                          const CpuBackendOptions& options) {
@@ -88,7 +54,8 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
                          simdLevelName(level));
   b->kernels_ = &cpuKernels(level);
   b->quant_kernels_ = &quantKernels(level);
-  StatusOr<int32_t> program_index = selectProgram(artifact, options);
+  StatusOr<int32_t> program_index =
+      selectProgram(artifact, options.program, options.tp_rank, options.communicator);
   if (!program_index.ok()) return program_index.status().withPrefix("cpu backend");
   b->tp_rank_ = artifact.manifest().programs()->Get(*program_index)->tp_rank();
   b->comm_ = options.communicator;

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "runtime/dist/communicator.h"
+
 namespace ingot {
 namespace {
 
@@ -476,6 +478,33 @@ bool programTakesTreeInputs(const schema::ProgramDef& program, int32_t num_extra
            buffer->shape()->size() == rank;
   };
   return num_extra == 2 && input(8, "tree_start", 1) && input(9, "tree_bits", 3);
+}
+
+StatusOr<int32_t> selectProgram(const Artifact& artifact, int32_t program, int32_t tp_rank,
+                                const Communicator* comm) {
+  const schema::Manifest& m = artifact.manifest();
+  const int32_t world = m.tensor_parallel() ? m.tensor_parallel()->world_size() : 1;
+  const std::string n = std::to_string(world);
+  if (comm && comm->worldSize() != world)
+    return invalidArgument("the communicator's group has " + std::to_string(comm->worldSize()) +
+                           " ranks, the artifact is sharded over " + n);
+  if (world == 1) return program;
+  if (!comm)
+    return invalidArgument("the artifact is sharded over " + n +
+                           " tensor-parallel ranks; a rank needs the group's communicator");
+  if (comm->rank() != tp_rank)
+    return invalidArgument("tp_rank " + std::to_string(tp_rank) +
+                           " disagrees with the communicator's rank " + std::to_string(comm->rank()));
+  if (program != 0)
+    return unimplemented("draft programs of a tensor-parallel artifact are not supported");
+  if (m.programs())
+    for (uint32_t i = 0; i < m.programs()->size(); ++i) {
+      const schema::ProgramDef* p = m.programs()->Get(i);
+      if (p->role() == schema::ProgramRole::Main && p->tp_rank() == tp_rank)
+        return static_cast<int32_t>(i);
+    }
+  return invalidArgument("the artifact (sharded over " + n + " ranks) has no main program for "
+                         "tp_rank " + std::to_string(tp_rank));
 }
 
 }  // namespace ingot

@@ -15,6 +15,8 @@
 
 namespace ingot {
 
+class Communicator;
+
 /// The program inputs by buffer index (the serving-step contract).
 enum ProgramInput : int32_t {
   kInputTokens = 0,
@@ -96,5 +98,13 @@ bool programTakesTreeInputs(const schema::ProgramDef& program, int32_t num_extra
 
 StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights,
                                   int32_t program_index = 0);
+
+/// Which of the artifact's programs a backend runs (shared by every backend):
+/// programs[program] of an unsharded artifact, or the main program of rank `tp_rank` of an
+/// artifact sharded over N > 1 ranks, whose collectives go through `communicator` (its
+/// world size must be N and its rank `tp_rank`; draft programs are not sharded yet).
+/// Errors name both sides of a disagreement.
+StatusOr<int32_t> selectProgram(const Artifact& artifact, int32_t program, int32_t tp_rank,
+                                const Communicator* communicator);
 
 }  // namespace ingot

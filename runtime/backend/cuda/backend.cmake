@@ -3,7 +3,7 @@
 add_library(ingot_cuda_step_pack step_pack.cc)
 target_link_libraries(ingot_cuda_step_pack PUBLIC ingot_backend_cpu)
 
-add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc)
+add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc cuda_collectives.cc)
 target_link_libraries(ingot_backend_cuda
   PUBLIC ingot_backend_cpu ingot_cuda_step_pack ingot_cuda_driver ingot_cuda_kernels ingot_cublaslt)
 
@@ -24,7 +24,7 @@ if(INGOT_BUILD_TESTS)
   # The backend's control flow against the fake libcuda and a fake libcublasLt.
   add_library(ingot_fake_cublaslt SHARED fake_cublaslt.cc)
   target_include_directories(ingot_fake_cublaslt PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-  add_executable(ingot_cuda_backend_fake_tests cuda_backend_fake_test.cc)
+  add_executable(ingot_cuda_backend_fake_tests cuda_backend_fake_test.cc cuda_backend_tp_fake_test.cc)
   target_link_libraries(ingot_cuda_backend_fake_tests PRIVATE ingot_backend_cuda
     ingot_backend_testing GTest::gtest_main ${CMAKE_DL_LIBS})
   target_compile_definitions(ingot_cuda_backend_fake_tests PRIVATE

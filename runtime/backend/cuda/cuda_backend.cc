@@ -2,6 +2,7 @@
 #include "runtime/backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
@@ -61,10 +62,6 @@ Status openDevice(CudaBackendState& s, int ordinal) {
 
 /// What the CUDA backend cannot run yet, as an error naming it (ok when all is supported).
 Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t program) {
-  if (plan.world_size > 1)
-    return unimplemented("tensor-parallel artifacts (" + std::to_string(plan.world_size) +
-                         " ranks) need one process per GPU, which is not built yet; run them "
-                         "on the CPU backend");
   if (plan.kv_dtype != KvDtype::kF32)
     return unimplemented("an fp8 KV cache is not supported by the CUDA backend yet");
   const schema::ProgramDef* def = artifact.manifest().programs()->Get(program);
@@ -84,14 +81,16 @@ Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t
     switch (p.op) {
       case OpKind::Embedding: case OpKind::RmsNorm: case OpKind::Linear: case OpKind::Rope:
       case OpKind::KvWrite: case OpKind::Attention: case OpKind::SiluMul: case OpKind::Add:
-      case OpKind::Logits:
+      case OpKind::Logits: case OpKind::AllReduce: case OpKind::AllGather:
         break;
       default:
         return unimplemented(where + schema::EnumNameOpKind(p.op) +
                              " is not supported by the CUDA backend yet");
     }
-    if (p.op == OpKind::Logits && plan.buffers[p.outputs[0]].kind != schema::BufferKind::Output)
-      return unimplemented(where + "a vocabulary-parallel head is not supported on CUDA yet");
+    // planProgram accepts a head that writes an activation only as a vocab-parallel slice.
+    if (p.op == OpKind::Logits && plan.buffers[p.outputs[0]].kind != schema::BufferKind::Output &&
+        !plan.buffers[p.outputs[0]].logit_rows)
+      return internalError(where + "the head writes neither the logits nor a slice of them");
   }
   return okStatus();
 }
@@ -117,6 +116,8 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
   INGOT_RETURN_IF_ERROR(fused("add_bias", &f.add_bias));
   INGOT_RETURN_IF_ERROR(fused("to_bf16", &f.to_bf16));
   INGOT_RETURN_IF_ERROR(fused("gather_rows", &f.gather_rows));
+  // Sampling is optional: an artifact compiled before it existed runs with host sampling.
+  if (m.has("ingot_fused_sample_f32")) INGOT_RETURN_IF_ERROR(fused("sample", &f.sample));
   const schema::Manifest& manifest = s.artifact->manifest();
   const schema::ProgramDef* def = manifest.programs()->Get(program);
   for (size_t i = 0; i < s.plan->steps.size(); ++i) {
@@ -188,11 +189,17 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   if (!manifest.programs() || options.program < 0 ||
       options.program >= static_cast<int32_t>(manifest.programs()->size()))
     return invalidArgument("cuda backend: the artifact has no program " + std::to_string(options.program));
-  s.weights = std::make_unique<WeightStore>(artifact, manifest.programs()->Get(options.program)->tp_rank());
-  StatusOr<ProgramPlan> plan = planProgram(artifact, *s.weights, options.program);
+  StatusOr<int32_t> program =
+      selectProgram(artifact, options.program, options.tp_rank, options.communicator);
+  if (!program.ok()) return program.status().withPrefix("cuda backend");
+  s.comm = options.communicator;
+  s.tp_rank = std::max(0, manifest.programs()->Get(*program)->tp_rank());
+  s.weights = std::make_unique<WeightStore>(artifact, manifest.programs()->Get(*program)->tp_rank());
+  StatusOr<ProgramPlan> plan = planProgram(artifact, *s.weights, *program);
   if (!plan.ok()) return plan.status().withPrefix("cuda backend");
   s.plan = std::make_unique<ProgramPlan>(std::move(*plan));
-  INGOT_RETURN_IF_ERROR(checkSupported(artifact, *s.plan, options.program).withPrefix("cuda backend"));
+  s.world = s.plan->world_size;
+  INGOT_RETURN_IF_ERROR(checkSupported(artifact, *s.plan, *program).withPrefix("cuda backend"));
   if (options.kv_dtype && *options.kv_dtype != KvDtype::kF32)
     return unimplemented("cuda backend: --kv-dtype fp8 is not supported on CUDA yet");
   const schema::ModelConfigDef& config = *manifest.config();
@@ -202,7 +209,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
                                               : std::max<int64_t>(config.max_context(), 1);
   s.max_blocks_per_request =
       static_cast<int32_t>((s.max_model_len + s.shape.kv_block_size - 1) / s.shape.kv_block_size);
-  s.tree_inputs = programTakesTreeInputs(*manifest.programs()->Get(options.program),
+  s.tree_inputs = programTakesTreeInputs(*manifest.programs()->Get(*program),
                                          s.plan->num_extra_inputs);
   for (const PlannedStep& p : s.plan->steps)
     if (p.op == OpKind::Linear || p.op == OpKind::Logits)
@@ -219,7 +226,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   s.modules = std::move(modules).value();
   s.kernel_report = s.modules->report();
   s.steps.resize(s.plan->steps.size());
-  INGOT_RETURN_IF_ERROR(resolveKernels(s, options.program).withPrefix("cuda backend"));
+  INGOT_RETURN_IF_ERROR(resolveKernels(s, *program).withPrefix("cuda backend"));
   StatusOr<std::unique_ptr<CublasLt>> blas = CublasLt::load();
   if (!blas.ok()) return blas.status().withPrefix("cuda backend");
   s.blas = std::move(blas).value();
@@ -245,9 +252,14 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   if (blocks <= 0) {
     size_t free = 0, total = 0;
     INGOT_RETURN_IF_ERROR(cu.check("cuMemGetInfo", cu.memGetInfo(&free, &total)).withPrefix("cuda backend"));
-    INGOT_ASSIGN_OR_RETURN(blocks, kvBlocksForMemory(free, total, options.gpu_memory_utilization,
-                                                     kReserveBytes, blockBytes,
-                                                     s.max_blocks_per_request));
+    StatusOr<int64_t> fit = kvBlocksForMemory(free, total, options.gpu_memory_utilization,
+                                              kReserveBytes, blockBytes, s.max_blocks_per_request);
+    // Every rank of a group takes part, short of memory or not, so that all pools agree
+    // and a rank without room is named to the others at once rather than at a timeout.
+    StatusOr<int64_t> agreed = agreeKvBlocks(s, fit.ok() ? *fit : 0);
+    if (!fit.ok()) return fit.status();
+    if (!agreed.ok()) return agreed.status().withPrefix("cuda backend");
+    blocks = *agreed;
   }
   s.num_kv_blocks = blocks;
   INGOT_RETURN_IF_ERROR(s.kv_pool.allocate(cu, static_cast<size_t>(blocks) * blockBytes, "the KV pool")
@@ -259,8 +271,43 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
 }
 
 Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
+  return run(in, nullptr, nullptr, logits);
+}
+
+bool CudaBackend::samplesOnBackend() const {
+  // A rank of a group holds a slice of the logits until the all_gather; sampling where the
+  // gathered logits are is a later step (every rank would have to draw the same token).
+  return s_->fused.sample.function != nullptr && s_->world == 1;
+}
+
+Status CudaBackend::stepAndSample(const StepInputs& in, const std::vector<RowSampling>& rows,
+                                  std::vector<int32_t>* tokens) {
+  if (!samplesOnBackend())
+    return unimplemented(s_->world > 1
+                             ? "a tensor-parallel CUDA rank does not sample on the GPU yet; "
+                               "sample on the host with step()"
+                             : "the artifact has no sampling kernel (ingot_fused_sample_f32); "
+                               "recompile it, or sample on the host with step()");
+  if (rows.size() != in.logit_rows.size())
+    return invalidArgument("stepAndSample: " + std::to_string(rows.size()) +
+                           " sampling rows for " + std::to_string(in.logit_rows.size()) +
+                           " logit rows");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowSampling& r = rows[i];
+    if (!(r.u >= 0.0 && r.u < 1.0) || !(r.top_p > 0.0f && r.top_p <= 1.0f) ||
+        !(r.min_p >= 0.0f && r.min_p <= 1.0f) || r.top_k < -1 || std::isnan(r.temperature))
+      return invalidArgument("stepAndSample: row " + std::to_string(i) +
+                             " has sampling parameters out of range");
+  }
+  return run(in, &rows, tokens, nullptr);
+}
+
+Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sampleRows,
+                        std::vector<int32_t>* tokens, std::vector<float>* logits) {
   CudaBackendState& s = *s_;
+  const bool sample = sampleRows != nullptr;
   CudaDriver& cu = *s.cu;
+  s.step_started = false;
   // The engine may step from another thread than the one that created the backend.
   INGOT_RETURN_IF_ERROR(s.makeCurrent());
   INGOT_RETURN_IF_ERROR(in.validate(s.shape, s.num_kv_blocks));
@@ -278,13 +325,18 @@ Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
     }
   const int64_t V = s.shape.vocab_size;
   const size_t L = in.logit_rows.size();
-  logits->assign(L * static_cast<size_t>(V), 0.0f);
+  if (sample) tokens->assign(L, 0);
+  else logits->assign(L * static_cast<size_t>(V), 0.0f);
   s.last_bucket = 0;
   if (in.tokens.empty()) return okStatus();
+  // Every rank got the same inputs and accepted them: from here on the others may be
+  // inside a collective that this rank must join.
+  s.step_started = true;
 
   // A decode step replays its bucket's graph; anything else runs eagerly at its own size.
+  // A tensor-parallel rank runs every step eagerly: its collectives are host calls.
   int32_t bucket = -1;
-  if (isPlainDecode(in) && in.max_blocks_per_request <= s.max_blocks_per_request)
+  if (s.world == 1 && isPlainDecode(in) && in.max_blocks_per_request <= s.max_blocks_per_request)
     bucket = decodeBucket(in.numTokens(), s.buckets);
   StepDims dims;
   SplitPlan split;
@@ -305,6 +357,10 @@ Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
   INGOT_RETURN_IF_ERROR(ensureBuffers(s, dims, split.num_splits));
   StepBuffers& b = s.buffers;
   INGOT_RETURN_IF_ERROR(packStepInputs(in, dims, 0, static_cast<int32_t*>(b.inputs_host.data())));
+  if (sample) {  // padded rows sample greedily (their tokens are never read)
+    std::memset(b.row_sampling_host.data(), 0, static_cast<size_t>(dims.logit_rows) * sizeof(RowSampling));
+    std::memcpy(b.row_sampling_host.data(), sampleRows->data(), L * sizeof(RowSampling));
+  }
 
   // Extra attention operands: the no-tree default points at the packed seq_lens (a tree
   // that starts at each request's KV length is plain causal attention) and zero bits.
@@ -340,14 +396,15 @@ Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
 
   // A bucket's first step runs eagerly at the bucket's shape (cuBLASLt picks its algorithms
   // and the driver loads lazily loaded kernels outside any capture); its second is captured.
-  const bool replay = bucket > 0 && (s.graphs.count(bucket) || s.warmed.count(bucket));
-  if (bucket > 0 && !replay) s.warmed.insert(bucket);
+  const int32_t key = 2 * bucket + (sample ? 1 : 0);
+  const bool replay = bucket > 0 && (s.graphs.count(key) || s.warmed.count(key));
+  if (bucket > 0 && !replay) s.warmed.insert(key);
   if (replay) {
-    auto it = s.graphs.find(bucket);
+    auto it = s.graphs.find(key);
     if (it == s.graphs.end()) {
       INGOT_RETURN_IF_ERROR(cu.check("cuStreamBeginCapture",
                                      cu.streamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
-      Status enqueued = enqueueStep(s, dims, split, extra);
+      Status enqueued = enqueueStep(s, dims, split, extra, sample);
       CUgraph graph = nullptr;
       Status ended = cu.check("cuStreamEndCapture", cu.streamEndCapture(s.stream, &graph));
       if (!enqueued.ok() || !ended.ok()) {
@@ -359,12 +416,12 @@ Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
       Status made = cu.check("cuGraphInstantiate", cu.graphInstantiate(&exec, graph, 0));
       cu.graphDestroy(graph);
       INGOT_RETURN_IF_ERROR(made.withPrefix("decode graph of batch " + std::to_string(bucket)));
-      it = s.graphs.emplace(bucket, exec).first;
+      it = s.graphs.emplace(key, exec).first;
     }
     INGOT_RETURN_IF_ERROR(cu.check("cuGraphLaunch", cu.graphLaunch(it->second, s.stream)));
     s.last_bucket = bucket;
   } else {
-    INGOT_RETURN_IF_ERROR(enqueueStep(s, dims, split, extra));
+    INGOT_RETURN_IF_ERROR(enqueueStep(s, dims, split, extra, sample));
     s.last_bucket = bucket > 0 ? -bucket : 0;
   }
   INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix("step"));
@@ -377,7 +434,8 @@ Status CudaBackend::step(const StepInputs& in, std::vector<float>* logits) {
                            ((err[1] & 1u) ? "integer division by zero " : "") +
                            ((err[1] & 2u) ? "operand index out of range " : "") +
                            ((err[1] & 4u) ? "poison value" : "") + ")");
-  std::memcpy(logits->data(), b.logits_host.data(), L * static_cast<size_t>(V) * sizeof(float));
+  if (sample) std::memcpy(tokens->data(), b.tokens_host.data(), L * sizeof(int32_t));
+  else std::memcpy(logits->data(), b.logits_host.data(), L * static_cast<size_t>(V) * sizeof(float));
   return okStatus();
 }
 
@@ -424,6 +482,8 @@ int32_t CudaBackend::numExtraInputs() const { return s_->plan->num_extra_inputs;
 bool CudaBackend::takesTreeInputs() const { return s_->tree_inputs; }
 uint64_t CudaBackend::matrixBytes() const { return s_->plan->matrix_bytes; }
 int32_t CudaBackend::lastGraphBucket() const { return s_->last_bucket; }
+int CudaBackend::tpWorldSize() const { return s_->world; }
+bool CudaBackend::stepStarted() const { return s_->step_started; }
 const KernelLoadReport& CudaBackend::kernelReport() const { return s_->kernel_report; }
 double CudaBackend::uploadSeconds() const { return s_->upload_seconds; }
 uint64_t CudaBackend::uploadBytes() const { return s_->upload_bytes; }
@@ -435,8 +495,11 @@ std::string CudaBackend::describe() const {
          std::to_string(s.sms) + " SMs), weights " + gib(s.weight_device_bytes) + " on the GPU (" +
          std::to_string(s.upload_seconds).substr(0, 5) + " s), KV " + std::to_string(s.num_kv_blocks) +
          " blocks (" + gib(s.kv_pool.bytes()) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
-         std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX, decode graphs up to batch " +
-         std::to_string(s.buckets.empty() ? 0 : s.buckets.back());
+         std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX" +
+         (s.world > 1 ? std::string(", tp rank ") + std::to_string(s.tp_rank) + " of " +
+                            std::to_string(s.world) + " (eager steps, collectives between kernels)"
+                      : ", decode graphs up to batch " +
+                            std::to_string(s.buckets.empty() ? 0 : s.buckets.back()));
 }
 
 Status cudaDeviceAvailable() {

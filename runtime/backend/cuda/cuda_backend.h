@@ -19,6 +19,8 @@
 
 namespace ingot {
 
+class Communicator;
+
 struct CudaBackendOptions {
   /// CUDA device ordinal.
   int device = 0;
@@ -36,6 +38,13 @@ struct CudaBackendOptions {
   std::optional<KvDtype> kv_dtype;
   /// Which program: 0 = the main one.
   int32_t program = 0;
+  /// Tensor parallelism (docs/tensor-parallel.md): for an artifact sharded over N > 1 ranks,
+  /// the rank this GPU runs (its main program and only its tensors) and the group's
+  /// communicator over this GPU's memory (an NcclCommunicator on `device`; not owned, it
+  /// must outlive the backend; rank and world size must agree with it). An unsharded
+  /// artifact needs neither.
+  int32_t tp_rank = 0;
+  Communicator* communicator = nullptr;
   /// Kernel binaries: the PTX JIT cache, and forcing the PTX path.
   KernelModuleOptions kernels;
 };
@@ -51,8 +60,14 @@ struct CudaBackendState;
 /// requests replays a CUDA graph captured once per batch-size bucket; every other step
 /// (prefill, chunks, speculative trees) is launched eagerly with its own shape.
 /// Every CUDA call is checked; an error names the call and the step.
+/// One rank of a tensor-parallel artifact runs its program the same way, with its
+/// all_reduce / all_gather steps going through the communicator between kernels: the
+/// compute stream is drained first, the collective returns when complete, and a
+/// vocabulary-parallel head's gathered [N, L, V/N] slices are put side by side into
+/// [L, V] with strided copies on the GPU. Such a rank runs every step eagerly (NCCL calls
+/// are not captured into graphs yet) and samples on the host.
 /// Not supported yet (create() says so): quantized weights, fp8 KV, layer_norm, gelu,
-/// tensor-parallel artifacts, bf16 activations.
+/// bf16 activations.
 class CudaBackend final : public Backend {
  public:
   /// Loads the driver and cuBLASLt, picks the device, loads the kernels (cubin, else PTX
@@ -65,6 +80,11 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   Status step(const StepInputs& inputs, std::vector<float>* logits) override;
+  /// With the artifact's sampling kernel: the logits stay on the GPU and only the tokens
+  /// come back (decode steps replay graphs of their own for it).
+  bool samplesOnBackend() const override;
+  Status stepAndSample(const StepInputs& inputs, const std::vector<RowSampling>& rows,
+                       std::vector<int32_t>* tokens) override;
   Status copyKvBlocks(int64_t src, int64_t dst) override;
   Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
 
@@ -77,6 +97,12 @@ class CudaBackend final : public Backend {
   int numThreads() const override { return 1; }
   uint64_t matrixBytes() const override;
   KvDtype kvDtype() const override { return KvDtype::kF32; }
+  /// Ranks of the artifact's tensor-parallel group this backend is one of (1 = unsharded;
+  /// worldSize() stays 1: this backend is one rank, the group is its caller's).
+  int tpWorldSize() const;
+  /// Whether the last step got past its input checks (a tensor-parallel rank failing after
+  /// that point may have left the others inside a collective: its group must be broken).
+  bool stepStarted() const;
 
   /// "NVIDIA H200 (sm_90), 12.3 GiB weights, KV 30000 blocks, graphs <= 128": the
   /// startup line.
@@ -92,6 +118,9 @@ class CudaBackend final : public Backend {
 
  private:
   CudaBackend();
+  /// One step: logits back (sample_rows null), or a token per logit row.
+  Status run(const StepInputs& inputs, const std::vector<RowSampling>* sample_rows,
+             std::vector<int32_t>* tokens, std::vector<float>* logits);
   std::unique_ptr<CudaBackendState> s_;
 };
 

@@ -241,6 +241,60 @@ TEST_F(CudaBackendFakeTest, ALargerStepGrowsTheBuffersAndDropsStaleGraphs) {
   EXPECT_EQ(stats().liveGraphExecs, 1);
 }
 
+TEST_F(CudaBackendFakeTest, SamplingKeepsTheLogitsOnTheGpuWithGraphsOfItsOwn) {
+  testing::LlamaProgramOptions o;
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(b->samplesOnBackend());
+  std::vector<Sequence> seqs(3);
+  std::vector<Sequence*> all;
+  for (int r = 0; r < 3; ++r) {
+    seqs[r].tokens = randomTokens(16, o.vocab);  // 8 prefilled, 5 decoded
+    seqs[r].blocks = {2 * r + 1, 2 * r + 2};
+    all.push_back(&seqs[r]);
+  }
+  auto rowsFor = [&](const StepInputs& in) {
+    std::vector<RowSampling> rows(in.logit_rows.size());
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows[i] = {0.8f, 40, 0.9f, 0.05f, 0.9 * static_cast<double>(i) / rows.size()};
+    return rows;
+  };
+  SetUp();
+  std::vector<int32_t> tokens;
+  StepInputs prefill = makeStep(all, {8, 8, 8}, o.block_size);
+  ASSERT_TRUE(b->stepAndSample(prefill, rowsFor(prefill), &tokens).ok());
+  EXPECT_EQ(tokens.size(), prefill.logit_rows.size());
+  std::vector<Launch> ls = launches();
+  ASSERT_FALSE(ls.empty());
+  EXPECT_EQ(ls.back().name, "ingot_fused_sample_f32") << "sampling runs after the head";
+  EXPECT_EQ(ls.back().dims[0], static_cast<unsigned>(prefill.logit_rows.size()));
+  // Decode: warm-up, capture, replay, on a graph key of its own; then a step that wants
+  // logits warms up and captures its own graph of the same bucket.
+  for (int i = 0; i < 3; ++i) {
+    StepInputs decode = makeStep(all, {1, 1, 1}, o.block_size);
+    ASSERT_TRUE(b->stepAndSample(decode, rowsFor(decode), &tokens).ok());
+    EXPECT_EQ(tokens.size(), 3u);
+    EXPECT_EQ(b->lastGraphBucket(), i == 0 ? -4 : 4);
+  }
+  EXPECT_EQ(stats().captures, 1);
+  std::vector<float> logits;
+  ASSERT_TRUE(b->step(makeStep(all, {1, 1, 1}, o.block_size), &logits).ok());
+  EXPECT_EQ(b->lastGraphBucket(), -4) << "the logits graph is another graph";
+  ASSERT_TRUE(b->step(makeStep(all, {1, 1, 1}, o.block_size), &logits).ok());
+  EXPECT_EQ(b->lastGraphBucket(), 4);
+  EXPECT_EQ(stats().captures, 2);
+  EXPECT_EQ(stats().liveGraphExecs, 2);
+  // Rows that do not match the logit rows, or a uniform outside [0, 1), are refused.
+  StepInputs next = makeStep(all, {1, 1, 1}, o.block_size);
+  std::vector<RowSampling> bad = rowsFor(next);
+  bad.pop_back();
+  EXPECT_FALSE(b->stepAndSample(next, bad, &tokens).ok());
+  bad = rowsFor(next);
+  bad[1].u = 1.0;
+  EXPECT_FALSE(b->stepAndSample(next, bad, &tokens).ok());
+}
+
 TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {
   testing::LlamaProgramOptions o;
   auto a = artifact(o);

@@ -95,6 +95,8 @@ struct DeviceStep {
 /// The fused kernels a step launches, by op.
 struct FusedKernels {
   LoadedKernel embedding, rms_norm, rope_kv, silu_mul, add, add_bias, to_bf16, gather_rows;
+  /// Token sampling (ingot_fused_sample_f32); absent from older artifacts (function null).
+  LoadedKernel sample;
 };
 
 /// Buffers sized for `dims` tokens, requests and logit rows (grown, never shrunk).
@@ -109,7 +111,10 @@ struct StepBuffers {
   DeviceMemory inputs;      ///< the packed int32 step inputs
   DeviceMemory extra;       ///< extra attention operands (eager steps)
   DeviceMemory tree_bits;   ///< zeros: the no-tree default of a tree program
-  PinnedMemory inputs_host, logits_host, extra_host;
+  DeviceMemory row_sampling;  ///< RowSampling [logit_rows] (stepAndSample)
+  DeviceMemory tokens;      ///< int32 [logit_rows]: the sampled tokens
+  DeviceMemory gathered_slices;  ///< all_gather: the ranks' [rows, W] slices, rank-major
+  PinnedMemory inputs_host, logits_host, extra_host, row_sampling_host, tokens_host;
 };
 
 struct CudaBackendState {
@@ -129,6 +134,12 @@ struct CudaBackendState {
   PinnedMemory errors_host;
 
   const Artifact* artifact = nullptr;
+  /// Tensor parallelism: the group (null for an unsharded artifact), its size, and whether
+  /// the last step got past its input checks (CudaBackend::stepStarted()).
+  Communicator* comm = nullptr;
+  int32_t world = 1;
+  int32_t tp_rank = 0;
+  bool step_started = false;
   std::unique_ptr<WeightStore> weights;
   std::unique_ptr<ProgramPlan> plan;
   ModelShape shape;
@@ -153,8 +164,9 @@ struct CudaBackendState {
   StepBuffers buffers;
 
   std::vector<int32_t> buckets;
+  /// Decode graphs by (bucket, whether the step samples): key 2 * bucket + sample.
   std::map<int32_t, CUgraphExec> graphs;
-  /// Buckets whose first (eager) step has run: the next one is captured.
+  /// Graph keys whose first (eager) step has run: the next one is captured.
   std::set<int32_t> warmed;
   int32_t last_bucket = 0;
   KernelLoadReport kernel_report;
@@ -176,7 +188,22 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& dims, int32_t splits);
 /// s.buffers.inputs_host): input upload, every program step, logits and error words back
 /// to pinned memory. The same calls whether captured into a graph or run eagerly.
 /// `extra`: device operands of the attention regions (data pointers and shapes).
+/// With `sample`, the logits stay on the GPU: the rows' RowSampling (already in
+/// s.buffers.row_sampling_host) go up, the sampling kernel picks a token per logit row and the
+/// tokens come back to s.buffers.tokens_host instead.
 Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& split,
-                   const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra);
+                   const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra,
+                   bool sample);
+
+/// Program step `index`, an all_reduce or all_gather (cuda_collectives.cc): drains the
+/// stream, runs the collective through s.comm on the step's device buffers (rows = the
+/// step's tokens, or its logit rows for a slice of the logits), and for a gather puts the
+/// ranks' [rows, W] slices side by side with strided copies. Never inside a capture.
+Status enqueueCollective(CudaBackendState& s, size_t index, const StepDims& dims);
+
+/// The KV blocks every rank of s.comm's group can hold: the least of the ranks' `mine`
+/// (all-gathered through device memory), so that every rank's pool has the same blocks.
+/// A rank without room passes 0 (and reports its own error): the others fail naming it.
+StatusOr<int64_t> agreeKvBlocks(CudaBackendState& s, int64_t mine);
 
 }  // namespace ingot

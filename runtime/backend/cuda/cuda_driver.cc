@@ -44,6 +44,7 @@ namespace {
   X(memcpyHtoDAsync, cuMemcpyHtoDAsync)                        \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync)                        \
   X(memcpyDtoDAsync, cuMemcpyDtoDAsync)                        \
+  X(memcpy2DAsync, cuMemcpy2DAsync)                            \
   X(memsetD8Async, cuMemsetD8Async)                            \
   X(memsetD32Async, cuMemsetD32Async)                          \
   X(streamCreate, cuStreamCreate)                              \

@@ -70,6 +70,8 @@ class CudaDriver {
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync = nullptr;
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
+  /// Strided copies (a tensor-parallel all_gather's slices put side by side).
+  decltype(&::cuMemcpy2DAsync) memcpy2DAsync = nullptr;
   decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuMemsetD32Async) memsetD32Async = nullptr;
   // Streams and events.

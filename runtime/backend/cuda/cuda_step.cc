@@ -1,12 +1,23 @@
 // One CUDA step: buffers sized for it, and every program step enqueued on the stream.
 #include <algorithm>
+#include <cstddef>
 
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/fused_ops.cuh"
+#include "codegen/cuda/kernels/sampling.cuh"
 #include "codegen/cuda/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 
 namespace ingot {
+
+static_assert(sizeof(RowSampling) == sizeof(sampling::RowParams) &&
+                  offsetof(RowSampling, temperature) == offsetof(sampling::RowParams, temperature) &&
+                  offsetof(RowSampling, top_k) == offsetof(sampling::RowParams, top_k) &&
+                  offsetof(RowSampling, top_p) == offsetof(sampling::RowParams, top_p) &&
+                  offsetof(RowSampling, min_p) == offsetof(sampling::RowParams, min_p) &&
+                  offsetof(RowSampling, u) == offsetof(sampling::RowParams, u),
+              "RowSampling is copied to the GPU as the sampling kernel's RowParams");
+
 namespace {
 
 using schema::OpKind;
@@ -59,8 +70,9 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
   const size_t T = d.tokens, L = d.logit_rows;
   b.slots.clear();
   b.slots = std::vector<DeviceMemory>(plan.slot_widths.size());
+  // A slot may hold a vocab-parallel head's slice of the logits: L rows, not T.
   for (size_t i = 0; i < plan.slot_widths.size(); ++i)
-    INGOT_RETURN_IF_ERROR(b.slots[i].allocate(cu, T * plan.slot_widths[i] * 4,
+    INGOT_RETURN_IF_ERROR(b.slots[i].allocate(cu, std::max(T, L) * plan.slot_widths[i] * 4,
                                               "activation slot " + std::to_string(i)));
   int64_t headK = 1;
   for (const DeviceStep& st : s.steps)
@@ -81,6 +93,11 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
   INGOT_RETURN_IF_ERROR(b.inputs_host.allocate(cu, layout.words * 4, "step inputs"));
   INGOT_RETURN_IF_ERROR(b.tree_bits.allocate(cu, size_t{static_cast<size_t>(d.requests)} * 4,
                                              "default tree bits"));
+  INGOT_RETURN_IF_ERROR(b.row_sampling.allocate(cu, L * sizeof(sampling::RowParams), "sampling parameters"));
+  INGOT_RETURN_IF_ERROR(b.row_sampling_host.allocate(cu, L * sizeof(sampling::RowParams),
+                                                     "sampling parameters"));
+  INGOT_RETURN_IF_ERROR(b.tokens.allocate(cu, L * 4, "sampled tokens"));
+  INGOT_RETURN_IF_ERROR(b.tokens_host.allocate(cu, L * 4, "sampled tokens"));
   INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
                                  cu.memsetD32Async(b.tree_bits.ptr(), 0, d.requests, s.stream)));
   b.dims = d;
@@ -88,7 +105,8 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
 }
 
 Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& split,
-                   const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra) {
+                   const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra,
+                   bool sample) {
   CudaDriver& cu = *s.cu;
   StepBuffers& b = s.buffers;
   const ProgramPlan& plan = *s.plan;
@@ -263,17 +281,43 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
         int L = dims.logit_rows, width = static_cast<int>(d.K);
         void* args[] = {&hidden, &rows, &gathered, &L, &width};
         INGOT_RETURN_IF_ERROR(launch(s, f.gather_rows, L, 1, 1, args, where + " (logit rows)"));
-        INGOT_RETURN_IF_ERROR(linear(gathered, d, b.logits.ptr(), L, where + " (logits)"));
+        // A vocab-parallel head writes this rank's [L, V/N] slice for the all_gather.
+        const bool slice = plan.buffers[p.outputs[0]].logit_rows;
+        INGOT_RETURN_IF_ERROR(linear(gathered, d, slice ? slot(p.outputs[0]) : b.logits.ptr(), L,
+                                     where + " (logits)"));
         break;
       }
+      case OpKind::AllReduce:
+      case OpKind::AllGather:
+        INGOT_RETURN_IF_ERROR(enqueueCollective(s, i, dims));
+        break;
       default:
         return unimplemented(where + ": op not supported by the CUDA backend");
     }
   }
-  INGOT_RETURN_IF_ERROR(cu.check(
-      "cuMemcpyDtoHAsync",
-      cu.memcpyDtoHAsync(b.logits_host.data(), b.logits.ptr(),
-                         static_cast<size_t>(dims.logit_rows) * s.shape.vocab_size * 4, s.stream)));
+  if (sample) {
+    const size_t L = static_cast<size_t>(dims.logit_rows);
+    INGOT_RETURN_IF_ERROR(cu.check(
+        "cuMemcpyHtoDAsync", cu.memcpyHtoDAsync(b.row_sampling.ptr(), b.row_sampling_host.data(),
+                                                L * sizeof(sampling::RowParams), s.stream)));
+    sampling::SampleParams params{};
+    params.logits = reinterpret_cast<const float*>(b.logits.ptr());
+    params.row_stride = static_cast<long>(s.shape.vocab_size);
+    params.vocab = static_cast<int>(s.shape.vocab_size);
+    params.rows = dims.logit_rows;
+    params.params = reinterpret_cast<const sampling::RowParams*>(b.row_sampling.ptr());
+    params.tokens = reinterpret_cast<int*>(b.tokens.ptr());
+    void* args[] = {&params};
+    INGOT_RETURN_IF_ERROR(launch(s, s.fused.sample, dims.logit_rows, 1, 1, args, "sampling"));
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemcpyDtoHAsync",
+                                   cu.memcpyDtoHAsync(b.tokens_host.data(), b.tokens.ptr(), L * 4,
+                                                      s.stream)));
+  } else {
+    INGOT_RETURN_IF_ERROR(cu.check(
+        "cuMemcpyDtoHAsync",
+        cu.memcpyDtoHAsync(b.logits_host.data(), b.logits.ptr(),
+                           static_cast<size_t>(dims.logit_rows) * s.shape.vocab_size * 4, s.stream)));
+  }
   return cu.check("cuMemcpyDtoHAsync",
                   cu.memcpyDtoHAsync(s.errors_host.data(), errors, 8, s.stream));
 }

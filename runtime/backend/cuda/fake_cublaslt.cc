@@ -1,9 +1,11 @@
 // A fake libcublasLt (the entry points CublasLt resolves) for CPU tests of the CUDA backend:
 // handles and descriptors are plain objects, the heuristic always offers one algorithm, and
-// cublasLtMatmul records its problem shape (no arithmetic: the fake GPU runs no kernels
-// either, so its inputs hold nothing meaningful).
+// cublasLtMatmul records its problem shape and output pointer (no arithmetic: the fake GPU
+// runs no kernels either, so its inputs hold nothing meaningful). With a fill seed set, it
+// writes pseudo-random f32 values into D, so a test can follow them through the copies.
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -18,6 +20,10 @@ struct FakeLayout {
 std::mutex gMutex;
 /// (rows, cols) of A, B and D of every matmul since the reset.
 std::vector<std::vector<int64_t>> gCalls;
+/// D of every matmul since the reset.
+std::vector<void*> gOutputs;
+/// 0: D is left alone; otherwise the seed of the values written into D.
+uint64_t gFillSeed = 0;
 
 }  // namespace
 
@@ -26,6 +32,19 @@ extern "C" {
 void fakeCublasLtReset() {
   std::lock_guard<std::mutex> lock(gMutex);
   gCalls.clear();
+  gOutputs.clear();
+  gFillSeed = 0;
+}
+/// Non-zero: every later matmul fills its f32 output with values drawn from `seed` and the
+/// call's index (splitmix64, in [-1, 1)).
+void fakeCublasLtSetFillSeed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gFillSeed = seed;
+}
+/// Call i's output pointer D (null past the end).
+void* fakeCublasLtCallOutput(int i) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return i >= 0 && i < static_cast<int>(gOutputs.size()) ? gOutputs[i] : nullptr;
 }
 int fakeCublasLtCallCount() {
   std::lock_guard<std::mutex> lock(gMutex);
@@ -116,6 +135,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void
   gCalls.push_back({static_cast<int64_t>(la->rows), static_cast<int64_t>(la->cols),
                     static_cast<int64_t>(lb->rows), static_cast<int64_t>(lb->cols),
                     static_cast<int64_t>(ld->rows), static_cast<int64_t>(ld->cols)});
+  gOutputs.push_back(D);
+  if (gFillSeed != 0) {
+    uint64_t state = gFillSeed + 0x9e3779b97f4a7c15ull * gOutputs.size();
+    float* out = static_cast<float*>(D);
+    for (uint64_t i = 0; i < ld->rows * ld->cols; ++i) {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      out[i] = static_cast<float>(static_cast<double>(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -264,6 +264,23 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstr
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream) {
+  // Device and host memory are both host memory here: every kind copies alike.
+  const auto* src = static_cast<const char*>(copy->srcMemoryType == CU_MEMORYTYPE_HOST
+                                                 ? copy->srcHost
+                                                 : reinterpret_cast<const void*>(copy->srcDevice));
+  auto* dst = static_cast<char*>(copy->dstMemoryType == CU_MEMORYTYPE_HOST
+                                     ? copy->dstHost
+                                     : reinterpret_cast<void*>(copy->dstDevice));
+  if (copy->WidthInBytes > copy->srcPitch || copy->WidthInBytes > copy->dstPitch)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t row = 0; row < copy->Height; ++row)
+    std::memmove(dst + (copy->dstY + row) * copy->dstPitch + copy->dstXInBytes,
+                 src + (copy->srcY + row) * copy->srcPitch + copy->srcXInBytes, copy->WidthInBytes);
+  std::lock_guard<std::mutex> lock(gMutex);
+  ++gStats.copies2d;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
   std::memset(reinterpret_cast<void*>(dst), value, count);
   return CUDA_SUCCESS;

@@ -19,6 +19,7 @@ struct FakeCudaStats {
   int captures;              // cuStreamBeginCapture calls
   int graphLaunches;         // cuGraphLaunch calls
   int liveGraphExecs;        // instantiated and not yet destroyed (not reset)
+  int copies2d;              // cuMemcpy2DAsync calls
 };
 
 /// Function types of the controls; a test resolves them with dlsym by the names below.

@@ -2,6 +2,11 @@
 #include "runtime/backend/testing/llama_program.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <cstring>
 #include <random>
 
@@ -377,7 +382,7 @@ void Builder::addFakeCudaKernels() {
     return writer_.addKernel(std::move(k));
   };
   for (const char* op : {"embedding", "rms_norm_residual", "rope_kv_write", "silu_mul", "add",
-                         "add_bias", "to_bf16", "gather_rows"})
+                         "add_bias", "to_bf16", "gather_rows", "sample"})
     kernel(std::string("ingot_fused_") + op + "_f32", 256);
   const std::string shape = "_f32_d" + std::to_string(o_.head_dim) + "_g" +
                             std::to_string(o_.heads / o_.kv_heads);
@@ -396,6 +401,38 @@ StatusOr<std::vector<uint8_t>> buildLlamaArtifact(const LlamaProgramOptions& opt
   if (options.tp > 1) return buildShardedLlamaArtifact(options);
   Builder builder(options);
   return builder.build();
+}
+
+const Artifact& sharedLlamaArtifact(int64_t vocab, int64_t max_context, uint64_t seed) {
+  struct Built {
+    std::vector<uint8_t> bytes;
+    std::unique_ptr<Artifact> artifact;
+  };
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int64_t, uint64_t>, std::unique_ptr<Built>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Built>& entry = cache[{vocab, max_context, seed}];
+  if (!entry) {
+    LlamaProgramOptions o;
+    o.vocab = vocab;
+    o.max_context = max_context;
+    o.seed = seed;
+    StatusOr<std::vector<uint8_t>> bytes = buildLlamaArtifact(o);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "sharedLlamaArtifact: %s\n", bytes.status().message().c_str());
+      std::abort();
+    }
+    auto built = std::make_unique<Built>();
+    built->bytes = std::move(bytes).value();
+    StatusOr<Artifact> opened = Artifact::openFromMemory(built->bytes);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "sharedLlamaArtifact: %s\n", opened.status().message().c_str());
+      std::abort();
+    }
+    built->artifact = std::make_unique<Artifact>(std::move(opened).value());
+    entry = std::move(built);
+  }
+  return *entry->artifact;
 }
 
 }  // namespace ingot::testing

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/artifact/artifact_reader.h"
 #include "runtime/base/status.h"
 #include "schemas/artifact_generated.h"
 
@@ -69,13 +70,19 @@ struct LlamaProgramOptions {
   /// > 1: shard the model over this many tensor-parallel ranks as `ingot compile --tp`
   /// does (docs/tensor-parallel.md): one program per rank, sharded tensors per rank. The
   /// full weights are drawn exactly as for tp = 1, so both artifacts hold the same model.
-  /// f32 weights with a blob only, without biases, quantization, drafts or extra inputs.
+  /// f32 weights with a blob only, without biases, quantization, drafts or extra inputs
+  /// (fake_cuda_kernels works with it).
   int32_t tp = 1;
   /// Kernels for the fake libcuda (runtime/backend/cuda/fake_libcuda.h): every f32 fused
   /// kernel and a decode and combine kernel, each a text "cubin" for sm_90 naming its
   /// entry point, linked as a compiled artifact's are. For CPU tests of the CUDA backend.
   bool fake_cuda_kernels = false;
 };
+
+/// A tiny Llama (the default options but `vocab`, `max_context` and `seed`) built once per
+/// test binary and opened from memory, alive until exit: the fixture engine, runner and
+/// eval tests share. A builder error aborts (only a broken builder makes one).
+const Artifact& sharedLlamaArtifact(int64_t vocab, int64_t max_context, uint64_t seed);
 
 /// Writes the artifact into memory (sharded when options.tp > 1).
 StatusOr<std::vector<uint8_t>> buildLlamaArtifact(const LlamaProgramOptions& options);

@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "runtime/backend/cpu/tp_cpu_backend.h"
-#include "runtime/dist/shm_process_group.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -84,6 +83,7 @@ StatusOr<std::unique_ptr<MultiProcessTpBackend>> MultiProcessTpBackend::create(
     return invalidArgument("tp processes: the workers need the artifact's file path");
   if (options.timeout.count() <= 0)
     return invalidArgument("tp processes: the timeout must be positive");
+  if (options.first_gpu >= 0) INGOT_RETURN_IF_ERROR(checkGpusForRanks(options.first_gpu, world));
   std::unique_ptr<MultiProcessTpBackend> b(new MultiProcessTpBackend());
   b->workers_.resize(world - 1);
   INGOT_RETURN_IF_ERROR(b->start(artifact, options));
@@ -118,6 +118,9 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
     w.kv_dtype = o.cpu.kv_dtype ? kvDtypeName(*o.cpu.kv_dtype) : "";
     w.timeout = timeout_;
     w.chunk_floats = o.chunk_floats;
+    w.gpu = o.first_gpu < 0 ? -1 : o.first_gpu + r;
+    w.gpu_memory_utilization = o.gpu_memory_utilization;
+    w.max_model_len = o.max_model_len;
     StatusOr<pid_t> pid = o.launch_worker
                               ? o.launch_worker(w)
                               : forkExecWorker(o.worker_executable, tpWorkerArguments(w));
@@ -125,10 +128,17 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
     workers_[r - 1].pid = *pid;
   }
 
-  ShmProcessGroupOptions g;
+  RankOptions g;
+  g.rank = 0;
+  g.world_size = world;
+  g.group = group_name;
   g.timeout = timeout_;
   g.chunk_floats = o.chunk_floats;
-  g.name = group_name;
+  g.gpu = o.first_gpu;
+  g.cpu = o.cpu;
+  g.cpu.num_threads = threadsOf(0);
+  g.gpu_memory_utilization = o.gpu_memory_utilization;
+  g.max_model_len = o.max_model_len;
   // A worker that exits before joining (a bad binary, a bad flag) fails the join at once.
   auto workerExited = [this]() -> Status {
     for (int r = 1; r < worldSize(); ++r) {
@@ -141,17 +151,19 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
     return okStatus();
   };
   g.join_probe = workerExited;
-  INGOT_ASSIGN_OR_RETURN(group_, ShmProcessGroup::join(*store_, 0, world, g));
-
-  CpuBackendOptions cpu = o.cpu;
-  cpu.num_threads = threadsOf(0);
-  cpu.tp_rank = 0;
-  cpu.communicator = group_.get();
-  StatusOr<std::unique_ptr<CpuBackend>> rank0 = CpuBackend::create(artifact, cpu);
-  if (!rank0.ok()) return rank0.status().withPrefix("tp rank 0");
-  rank0_ = std::move(rank0).value();
-  num_threads_ = rank0_->numThreads();
-  matrix_bytes_ = rank0_->matrixBytes();
+  INGOT_ASSIGN_OR_RETURN(rank0_, RankBackend::join(*store_, g));
+  const Status loaded = rank0_->load(artifact);
+  if (!loaded.ok()) {
+    // CUDA ranks: a worker that failed on its own makes rank 0's KV-pool agreement fail
+    // too; its hello, if it arrives in time, says why.
+    const Status theirs = workerExited();
+    if (!theirs.ok()) return theirs;
+    return loaded.withPrefix("tp rank 0" + (o.first_gpu >= 0 ? " (" + rank0_->deviceName() + ")"
+                                                              : std::string()));
+  }
+  const Backend& mine = rank0_->backend();
+  num_threads_ = mine.numThreads();
+  matrix_bytes_ = mine.matrixBytes();
 
   // Each worker connects its channel and says hello once its shard is loaded.
   const auto deadline = Clock::now() + timeout_;
@@ -174,12 +186,12 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
     if (hello.rank < 1 || hello.rank >= world || workers_[hello.rank - 1].channel)
       return dataLoss("tp: hello from an unexpected rank " + std::to_string(hello.rank));
     if (!hello.status.ok()) return hello.status.withPrefix("tp rank " + std::to_string(hello.rank));
-    if (hello.num_kv_blocks != rank0_->numKvBlocks() || hello.vocab_size != rank0_->vocabSize())
+    if (hello.num_kv_blocks != mine.numKvBlocks() || hello.vocab_size != mine.vocabSize())
       return internalError("tp rank " + std::to_string(hello.rank) + " has " +
                            std::to_string(hello.num_kv_blocks) + " KV blocks and vocabulary " +
                            std::to_string(hello.vocab_size) + ", rank 0 " +
-                           std::to_string(rank0_->numKvBlocks()) + " and " +
-                           std::to_string(rank0_->vocabSize()));
+                           std::to_string(mine.numKvBlocks()) + " and " +
+                           std::to_string(mine.vocabSize()));
     num_threads_ += hello.num_threads;
     matrix_bytes_ += hello.matrix_bytes;
     workers_[hello.rank - 1].channel = std::move(channel).value();
@@ -233,11 +245,13 @@ Status MultiProcessTpBackend::workerLost(int r, const Status& cause) {
   return cause.withPrefix(who);
 }
 
-Status MultiProcessTpBackend::groupStatus() const { return group_->groupStatus(); }
+Status MultiProcessTpBackend::groupStatus() const {
+  return rank0_->communicator().groupStatus();
+}
 
 Status MultiProcessTpBackend::fail(const Status& error) {
-  group_->abort(error);  // no-op when broken already: the first error stays
-  failure_ = group_->groupStatus();
+  rank0_->communicator().abort(error);  // no-op when broken already: the first error stays
+  failure_ = rank0_->communicator().groupStatus();
   return failure_;
 }
 
@@ -283,7 +297,7 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
       if (received.ok()) received = decodeStatus(reply, &answers[r - 1]);
       if (!received.ok()) {
         const Status lost = workerLost(r, received);
-        if (!group_->groupStatus().ok()) {
+        if (!rank0_->communicator().groupStatus().ok()) {
           answers[r - 1] = lost;  // the group's first error is what the call reports
         } else {
           return fail(lost);
@@ -293,7 +307,7 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
       --pending;
     }
     if (pending == 0) break;
-    if (!broken && !group_->groupStatus().ok()) {
+    if (!broken && !rank0_->communicator().groupStatus().ok()) {
       broken = true;
       deadline = std::min(deadline, Clock::now() + kBrokenGrace);
     }
@@ -305,7 +319,7 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
           ") did not answer within " + std::to_string(timeout_.count()) + " ms"));
     }
   }
-  const Status group = group_->groupStatus();
+  const Status group = rank0_->communicator().groupStatus();
   if (!group.ok()) return fail(group);
   for (const Status& a : answers)
     if (!a.ok()) return a;  // an input every rank rejected before running
@@ -314,20 +328,21 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
 
 Status MultiProcessTpBackend::step(const StepInputs& inputs, std::vector<float>* logits) {
   return runEverywhere(StepCommand::kStep, encodeStep(inputs), [&]() -> Status {
-    Status st = rank0_->step(inputs, logits);
-    if (!st.ok() && rank0_->stepStarted()) group_->abort(st.withPrefix("tp rank 0"));
+    Status st = rank0_->backend().step(inputs, logits);
+    if (!st.ok() && rank0_->stepStarted())
+      rank0_->communicator().abort(st.withPrefix("tp rank 0"));
     return st;
   });
 }
 
 Status MultiProcessTpBackend::copyKvBlocks(int64_t src, int64_t dst) {
   return runEverywhere(StepCommand::kCopyKvBlocks, encodeKvBlockCopy(src, dst),
-                       [&] { return rank0_->copyKvBlocks(src, dst); });
+                       [&] { return rank0_->backend().copyKvBlocks(src, dst); });
 }
 
 Status MultiProcessTpBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) {
   return runEverywhere(StepCommand::kCopyKvSlots, encodeKvSlotMoves(moves),
-                       [&] { return rank0_->copyKvSlots(moves); });
+                       [&] { return rank0_->backend().copyKvSlots(moves); });
 }
 
 }  // namespace ingot

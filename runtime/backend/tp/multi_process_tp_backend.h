@@ -14,12 +14,12 @@
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/tp_worker.h"
 
 namespace ingot {
 
-class ShmProcessGroup;
 class TcpStoreServer;
 class TcpStoreClient;
 
@@ -41,6 +41,14 @@ struct MultiProcessTpOptions {
   std::string worker_executable = "/proc/self/exe";
   /// ShmProcessGroupOptions::chunk_floats.
   int64_t chunk_floats = int64_t{1} << 20;
+  /// -1: CPU ranks (shared-memory collectives). >= 0: CUDA ranks, rank r on GPU
+  /// first_gpu + r, collectives through NCCL bootstrapped over the group's store; every
+  /// step runs eagerly on each GPU (docs/tensor-parallel.md, "CUDA ranks").
+  int32_t first_gpu = -1;
+  /// CUDA ranks: each rank's CudaBackendOptions::gpu_memory_utilization and max_model_len.
+  /// Their KV pools take cpu.num_kv_blocks blocks, or (0) what the fullest GPU leaves.
+  double gpu_memory_utilization = 0.9;
+  int64_t max_model_len = 0;
   /// Tests: starts worker `options.rank` some other way (e.g. fork and call runTpWorker)
   /// and returns its pid, a child of this process. Unset: fork + exec of worker_executable,
   /// with the parent-death signal set so a worker never outlives rank 0.
@@ -49,7 +57,8 @@ struct MultiProcessTpOptions {
 
 /// Runs an artifact sharded over N ranks (docs/tensor-parallel.md) as N processes on one
 /// host: this process is rank 0 (the engine, scheduler and server stay here) and starts
-/// ranks 1..N-1 as worker processes. The ranks sum and gather through a ShmProcessGroup;
+/// ranks 1..N-1 as worker processes. CPU ranks sum and gather through a ShmProcessGroup,
+/// CUDA ranks (one GPU each) through NCCL;
 /// rank 0 sends each call (a step's inputs with its extra operands, KV block and slot
 /// copies) over one step channel per worker, runs its own rank, then collects every
 /// worker's ok or error. Results are the same bits as TpCpuBackend's.
@@ -72,19 +81,22 @@ class MultiProcessTpBackend final : public Backend {
   Status copyKvBlocks(int64_t src, int64_t dst) override;
   Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
 
-  int64_t numKvBlocks() const override { return rank0_->numKvBlocks(); }
-  int64_t vocabSize() const override { return rank0_->vocabSize(); }
-  int32_t numExtraInputs() const override { return rank0_->numExtraInputs(); }
-  bool takesTreeInputs() const override { return rank0_->takesTreeInputs(); }
-  double attentionMacCost() const override { return rank0_->attentionMacCost(); }
+  int64_t numKvBlocks() const override { return rank0_->backend().numKvBlocks(); }
+  int64_t vocabSize() const override { return rank0_->backend().vocabSize(); }
+  int32_t numExtraInputs() const override { return rank0_->backend().numExtraInputs(); }
+  bool takesTreeInputs() const override { return rank0_->backend().takesTreeInputs(); }
+  double attentionMacCost() const override { return rank0_->backend().attentionMacCost(); }
   /// Worker threads of all ranks together.
   int numThreads() const override { return num_threads_; }
   /// Weight-matrix bytes one decode token reads, summed over the ranks.
   uint64_t matrixBytes() const override { return matrix_bytes_; }
-  KvDtype kvDtype() const override { return rank0_->kvDtype(); }
+  KvDtype kvDtype() const override { return rank0_->backend().kvDtype(); }
   int worldSize() const override { return static_cast<int>(workers_.size()) + 1; }
 
-  const CpuBackend& rank0() const { return *rank0_; }
+  /// Rank 0's own backend (a CpuBackend, or a CudaBackend for CUDA ranks).
+  const Backend& rank0() const { return rank0_->backend(); }
+  /// CUDA ranks: rank 0's CudaBackend startup line; "" for CPU ranks.
+  std::string describeRank0() const { return rank0_->describe(); }
   /// Worker rank r's process id (1 <= r < worldSize()).
   pid_t workerPid(int r) const { return workers_[r - 1].pid; }
   /// The group's first error; ok while it is healthy.
@@ -115,8 +127,7 @@ class MultiProcessTpBackend final : public Backend {
   std::unique_ptr<TcpStoreServer> store_server_;
   std::unique_ptr<TcpStoreClient> store_;
   std::unique_ptr<StepChannelListener> listener_;
-  std::unique_ptr<ShmProcessGroup> group_;
-  std::unique_ptr<CpuBackend> rank0_;
+  std::unique_ptr<RankBackend> rank0_;  // its communicator is the group's (rank 0's end)
   std::vector<Worker> workers_;  // ranks 1..N-1
   int num_threads_ = 0;
   uint64_t matrix_bytes_ = 0;

@@ -6,10 +6,9 @@
 #include <string>
 
 #include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/kv_dtype.h"
+#include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
-#include "runtime/dist/shm_process_group.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -17,24 +16,30 @@ namespace {
 
 using Clock = StepChannel::Clock;
 
-/// The worker's rank backend, or the error that kept it from coming up.
-StatusOr<std::unique_ptr<CpuBackend>> createRankBackend(const TpWorkerOptions& o,
-                                                        const Artifact& artifact,
-                                                        Communicator* communicator) {
-  CpuBackendOptions cpu;
-  cpu.num_threads = o.num_threads;
-  cpu.num_kv_blocks = o.num_kv_blocks;
-  cpu.tp_rank = o.rank;
-  cpu.communicator = communicator;
+/// The rank's options from the worker's.
+StatusOr<RankOptions> rankOptions(const TpWorkerOptions& o) {
+  RankOptions r;
+  r.rank = o.rank;
+  r.world_size = o.world_size;
+  r.group = o.group;
+  r.timeout = o.timeout;
+  r.gpu = o.gpu;
+  r.cpu.num_threads = o.num_threads;
+  r.cpu.num_kv_blocks = o.num_kv_blocks;
   StatusOr<std::optional<KvDtype>> kv = parseKvDtypeFlag(o.kv_dtype);
   if (!kv.ok()) return kv.status();
-  cpu.kv_dtype = *kv;
-  return CpuBackend::create(artifact, cpu);
+  r.cpu.kv_dtype = *kv;
+  r.chunk_floats = o.chunk_floats;
+  r.gpu_memory_utilization = o.gpu_memory_utilization;
+  r.max_model_len = o.max_model_len;
+  r.wrap_communicator = o.wrap_communicator;
+  return r;
 }
 
 /// Executes one command from rank 0 and returns what to answer.
 Status execute(StepCommand command, const std::vector<uint8_t>& payload, int rank,
-               CpuBackend& backend, Communicator& group, std::vector<float>& logits) {
+               RankBackend& self, std::vector<float>& logits) {
+  Backend& backend = self.backend();
   switch (command) {
     case StepCommand::kStep: {
       ReceivedStep step;
@@ -43,8 +48,8 @@ Status execute(StepCommand command, const std::vector<uint8_t>& payload, int ran
       // As TpCpuBackend: an input rejected before anything ran is rejected alike on every
       // rank and leaves the group usable; a failure after that leaves the others inside a
       // collective this rank will not join, so it must break the group.
-      if (!st.ok() && backend.stepStarted())
-        group.abort(st.withPrefix("tp rank " + std::to_string(rank)));
+      if (!st.ok() && self.stepStarted())
+        self.communicator().abort(st.withPrefix("tp rank " + std::to_string(rank)));
       return st;
     }
     case StepCommand::kCopyKvBlocks: {
@@ -76,7 +81,10 @@ std::vector<std::string> tpWorkerArguments(const TpWorkerOptions& o) {
           "--kv-blocks", std::to_string(o.num_kv_blocks),
           "--kv-dtype", o.kv_dtype.empty() ? "artifact" : o.kv_dtype,
           "--timeout-ms", std::to_string(o.timeout.count()),
-          "--chunk-floats", std::to_string(o.chunk_floats)};
+          "--chunk-floats", std::to_string(o.chunk_floats),
+          "--device", o.gpu < 0 ? std::string("cpu") : "cuda:" + std::to_string(o.gpu),
+          "--gpu-memory-utilization", std::to_string(o.gpu_memory_utilization),
+          "--max-model-len", std::to_string(o.max_model_len)};
 }
 
 Status runTpWorker(const TpWorkerOptions& o) {
@@ -87,33 +95,24 @@ Status runTpWorker(const TpWorkerOptions& o) {
   StatusOr<std::unique_ptr<TcpStoreClient>> store =
       TcpStoreClient::connect(o.master_addr, o.master_port, o.timeout);
   if (!store.ok()) return store.status().withPrefix(who);
-  ShmProcessGroupOptions group_options;
-  group_options.timeout = o.timeout;
-  group_options.chunk_floats = o.chunk_floats;
-  group_options.name = o.group;
-  StatusOr<std::unique_ptr<ShmProcessGroup>> group =
-      ShmProcessGroup::join(**store, o.rank, o.world_size, group_options);
-  if (!group.ok()) return group.status().withPrefix(who);
+  StatusOr<RankOptions> options = rankOptions(o);
+  if (!options.ok()) return options.status().withPrefix(who);
+  StatusOr<std::unique_ptr<RankBackend>> self = RankBackend::join(**store, *options);
+  if (!self.ok()) return self.status().withPrefix(who);
 
-  Communicator* communicator = group->get();
-  std::unique_ptr<Communicator> wrapped;
-  if (o.wrap_communicator) {
-    wrapped = o.wrap_communicator(communicator);
-    if (wrapped) communicator = wrapped.get();
-  }
   // The backend's error, if any, goes to rank 0 in the hello (rank 0 reports it).
   StatusOr<Artifact> artifact = Artifact::open(o.artifact);
-  StatusOr<std::unique_ptr<CpuBackend>> backend =
-      artifact.ok() ? createRankBackend(o, *artifact, communicator) : artifact.status();
+  Status loaded = artifact.ok() ? (*self)->load(*artifact) : artifact.status();
   WorkerHello hello;
   hello.rank = o.rank;
-  if (backend.ok()) {
-    hello.num_kv_blocks = (*backend)->numKvBlocks();
-    hello.vocab_size = (*backend)->vocabSize();
-    hello.matrix_bytes = (*backend)->matrixBytes();
-    hello.num_threads = (*backend)->numThreads();
+  if (loaded.ok()) {
+    const Backend& backend = (*self)->backend();
+    hello.num_kv_blocks = backend.numKvBlocks();
+    hello.vocab_size = backend.vocabSize();
+    hello.matrix_bytes = backend.matrixBytes();
+    hello.num_threads = backend.numThreads();
   } else {
-    hello.status = backend.status();
+    hello.status = o.gpu < 0 ? loaded : loaded.withPrefix((*self)->deviceName());
   }
 
   StatusOr<std::vector<uint8_t>> port_text =
@@ -127,7 +126,7 @@ Status runTpWorker(const TpWorkerOptions& o) {
   if (!channel.ok()) return channel.status().withPrefix(who);
   INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kHello, encodeHello(hello),
                                          Clock::now() + o.timeout));
-  if (!backend.ok()) return backend.status().withPrefix(who);
+  if (!loaded.ok()) return hello.status.withPrefix(who);
 
   std::vector<float> logits;
   std::vector<uint8_t> payload;
@@ -137,7 +136,7 @@ Status runTpWorker(const TpWorkerOptions& o) {
     if (!got.ok())
       return failedPrecondition(who + ": rank 0 went away (" + got.message() + ")");
     if (command == StepCommand::kShutdown) return okStatus();
-    const Status result = execute(command, payload, o.rank, **backend, **group, logits);
+    const Status result = execute(command, payload, o.rank, **self, logits);
     INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kResult, encodeStatus(result),
                                            Clock::now() + o.timeout));
   }

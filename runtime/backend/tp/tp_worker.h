@@ -35,6 +35,12 @@ struct TpWorkerOptions {
   std::chrono::milliseconds timeout{30000};
   /// ShmProcessGroupOptions::chunk_floats; the same on every rank.
   int64_t chunk_floats = int64_t{1} << 20;
+  /// -1: a CPU rank. >= 0: a CUDA rank on this GPU, collectives through NCCL (RankBackend).
+  int32_t gpu = -1;
+  /// CUDA ranks: the fraction of the GPU's memory the rank may fill, and the longest
+  /// sequence (0 = the model's context).
+  double gpu_memory_utilization = 0.9;
+  int64_t max_model_len = 0;
   /// Tests (a worker forked in-process, not from the command line): wraps the rank's
   /// communicator for fault injection; the result must forward to `inner`.
   std::function<std::unique_ptr<Communicator>(Communicator* inner)> wrap_communicator;
