@@ -27,6 +27,7 @@ fi
 # The CUDA backend's tests compare it with the CPU backend on a SmolLM2-shaped artifact
 # with dummy weights and CUDA kernels, made on the build machine by scripts/gpu-prepare.sh.
 export INGOT_GPU_ARTIFACT=${INGOT_GPU_ARTIFACT:-$BUILD/gpu/smollm2-dummy.ingot}
+export INGOT_GPU_QUANT_ARTIFACT=${INGOT_GPU_QUANT_ARTIFACT:-$BUILD/gpu/smollm2-int4-dummy.ingot}
 [ -f "$INGOT_GPU_ARTIFACT" ] || echo "warning: $INGOT_GPU_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 export INGOT_GPU_TP_ARTIFACT=${INGOT_GPU_TP_ARTIFACT:-$BUILD/gpu/smollm2-dummy-tp2.ingot}
 [ -f "$INGOT_GPU_TP_ARTIFACT" ] || echo "warning: $INGOT_GPU_TP_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"

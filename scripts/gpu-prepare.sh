@@ -20,6 +20,8 @@ INGOT=$BUILD/bin/ingot
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/gpu"
 "$INGOT" compile "$GGUF" --dummy-weights --cuda-targets all -o "$BUNDLE/gpu/smollm2-dummy.ingot"
+"$INGOT" compile "$GGUF" --dummy-weights --quant int4 --cuda-targets all \
+  -o "$BUNDLE/gpu/smollm2-int4-dummy.ingot"
 # The same model sharded over 2 tensor-parallel ranks (CUDA ranks against CPU ranks).
 "$INGOT" compile "$GGUF" --dummy-weights --tp 2 --cuda-targets all -o "$BUNDLE/gpu/smollm2-dummy-tp2.ingot"
 "$INGOT" compile test/data/configs/llama3-8b.json --dummy-weights --cuda-targets all \

@@ -15,6 +15,7 @@
 #include "codegen/cuda/KernelCache.h"
 #include "compiler/driver/AttentionKernels.h"
 #include "compiler/driver/FusedKernels.h"
+#include "compiler/driver/QuantKernels.h"
 #include "compiler/driver/Calibration.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
@@ -447,6 +448,8 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   Status kernelStatus = addAttentionKernels(writer, kernelOptions, &kernels);
   if (kernelStatus.ok())
     kernelStatus = addFusedKernels(writer, kernelOptions, &kernels);
+  if (kernelStatus.ok())
+    kernelStatus = addQuantKernels(writer, kernelOptions, &kernels);
   if (!kernelStatus.ok()) {
     err << "ingot compile: error: " << kernelStatus.message() << "\n";
     return 1;

@@ -118,6 +118,32 @@ TEST_F(CudaBackendGpuTest, TeacherForcedLogitsMatchTheCpuBackend) {
   EXPECT_EQ(agree, confident);
 }
 
+TEST_F(CudaBackendGpuTest, QuantizedArtifactMatchesTheCpuBackend) {
+  // The same SmolLM2 shape compiled with --quant int4 (scripts/gpu-prepare.sh): the GEMV
+  // kernels read the packed bytes the CPU backend reads.
+  const char* path = std::getenv("INGOT_GPU_QUANT_ARTIFACT");
+  if (!path) GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
+  StatusOr<Artifact> opened = Artifact::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  artifact = std::make_unique<Artifact>(std::move(opened).value());
+  auto gpu = cuda();
+  auto ref = cpu();
+  ASSERT_TRUE(gpu && ref);
+  Sequence seq;
+  seq.tokens = randomTokens(20);
+  seq.blocks = {7, 3};
+  std::vector<float> got, want;
+  double worst = 0;
+  for (int n : {12, 1, 1, 1}) {
+    StepInputs step = makeStep({&seq}, {n}, block_size);
+    ASSERT_TRUE(gpu->step(step, &got).ok());
+    ASSERT_TRUE(ref->step(step, &want).ok());
+    worst = std::max(worst, relativeError(got, want));
+  }
+  std::cout << "[ cuda ] quantized artifact: max logit error " << worst << " of max |logit|\n";
+  EXPECT_LT(worst, 3e-2);
+}
+
 TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
   auto graphs = cuda(128);
   auto eager = cuda(0);

@@ -75,9 +75,6 @@ Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlannedStep& p = plan.steps[i];
     const std::string where = "step " + std::to_string(i) + ": ";
-    if (p.quantized)
-      return unimplemented(where + "quantized weight " + p.weight.name +
-                           " is not supported by the CUDA backend yet (compile without --quant)");
     switch (p.op) {
       case OpKind::Embedding: case OpKind::RmsNorm: case OpKind::Linear: case OpKind::Rope:
       case OpKind::KvWrite: case OpKind::Attention: case OpKind::SiluMul: case OpKind::Add:
@@ -95,7 +92,22 @@ Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t
   return okStatus();
 }
 
-/// The fused kernels and each attention step's decode and combine kernels.
+/// The GEMV kernel of a quantized weight's format (codegen QuantKernelsSource's names).
+std::string quantGemvKernel(const QuantMatrix& q) {
+  const char* scale = q.scale_type == GroupScaleType::kF16 ? "f16"
+                      : q.scale_type == GroupScaleType::kBF16 ? "bf16" : "f32";
+  switch (q.format) {
+    case QuantFormat::kInt4Min: return std::string("ingot_quant_gemv_int4min_") + scale;
+    case QuantFormat::kInt4Zero: return std::string("ingot_quant_gemv_int4zero_") + scale;
+    case QuantFormat::kFp8: return "ingot_quant_gemv_fp8";
+    case QuantFormat::kNvfp4: return "ingot_quant_gemv_nvfp4";
+    case QuantFormat::kMxfp4: return "ingot_quant_gemv_mxfp4";
+  }
+  return "ingot_quant_gemv_unknown";
+}
+
+/// The fused kernels, each attention step's decode and combine kernels, and each quantized
+/// linear's GEMV kernel.
 Status resolveKernels(CudaBackendState& s, int32_t program) {
   const KernelModules& m = *s.modules;
   auto fused = [&](const char* op, LoadedKernel* out) -> Status {
@@ -122,6 +134,15 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
   const schema::ProgramDef* def = manifest.programs()->Get(program);
   for (size_t i = 0; i < s.plan->steps.size(); ++i) {
     const PlannedStep& p = s.plan->steps[i];
+    if (p.op == OpKind::Linear && p.quantized) {
+      const std::string name = quantGemvKernel(p.quant);
+      StatusOr<LoadedKernel> k = m.find(name);
+      if (!k.ok())
+        return notFound("step " + std::to_string(i) + " (" + p.weight.name + ") needs CUDA kernel " +
+                        name + ", which the artifact lacks; recompile it with --cuda-targets");
+      s.steps[i].gemv = *k;
+      continue;
+    }
     if (p.op != OpKind::Attention) continue;
     const int32_t kernel = def->steps()->Get(static_cast<uint32_t>(i))->kernel();
     const std::string where = "attention step " + std::to_string(i);

@@ -295,6 +295,36 @@ TEST_F(CudaBackendFakeTest, SamplingKeepsTheLogitsOnTheGpuWithGraphsOfItsOwn) {
   EXPECT_FALSE(b->stepAndSample(next, bad, &tokens).ok());
 }
 
+TEST_F(CudaBackendFakeTest, QuantizedLinearsRunTheirFormatsGemvKernelFromThePackedBytes) {
+  for (schema::QuantKind kind : {schema::QuantKind::Int4Group, schema::QuantKind::Nvfp4}) {
+    testing::LlamaProgramOptions o;
+    o.linear_quant = kind;
+    o.hidden = 64;
+    o.intermediate = 128;
+    auto a = artifact(o);
+    auto b = backend(*a);
+    ASSERT_TRUE(b);
+    SetUp();
+    Sequence seq;
+    seq.tokens = randomTokens(5, o.vocab);
+    seq.blocks = {1};
+    std::vector<float> logits;
+    ASSERT_TRUE(b->step(makeStep({&seq}, {5}, o.block_size), &logits).ok());
+    const std::string name = kind == schema::QuantKind::Nvfp4 ? "ingot_quant_gemv_nvfp4"
+                                                               : "ingot_quant_gemv_int4min_f16";
+    size_t gemv = 0;
+    for (const Launch& l : launches())
+      if (l.name == name) {
+        ++gemv;
+        EXPECT_EQ(l.dims[3], 128u);
+        // A warp per output row, four per CTA: N = 32 (k, v), 64 (q, o, down), 128 (gate, up).
+        EXPECT_TRUE(l.dims[0] == 8 || l.dims[0] == 16 || l.dims[0] == 32) << l.dims[0];
+      }
+    EXPECT_EQ(gemv, static_cast<size_t>(7 * o.layers)) << name;
+    EXPECT_EQ(gemms().size(), 1u) << "only the (bf16) head goes through cuBLASLt";
+  }
+}
+
 TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {
   testing::LlamaProgramOptions o;
   auto a = artifact(o);
@@ -317,21 +347,15 @@ TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {
 }
 
 TEST_F(CudaBackendFakeTest, UnsupportedArtifactsAreRefusedAtLoadNamingWhy) {
-  testing::LlamaProgramOptions quant;
-  quant.linear_quant = schema::QuantKind::Int4Group;
-  auto q = artifact(quant);
   CudaBackendOptions options;
   options.num_kv_blocks = 8;
-  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*q, options);
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("quantized"), std::string::npos) << b.status().message();
   // No kernels at all: the first missing fused kernel is named.
   testing::LlamaProgramOptions plain;
   StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(plain);
   ASSERT_TRUE(bytes.ok());
   StatusOr<Artifact> bare = Artifact::openFromMemory(*bytes);
   ASSERT_TRUE(bare.ok());
-  b = CudaBackend::create(*bare, options);
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*bare, options);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("ingot_fused_embedding_f32"), std::string::npos)
       << b.status().message();

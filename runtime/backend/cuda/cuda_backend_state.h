@@ -88,6 +88,11 @@ struct DeviceStep {
   CUdeviceptr norm = 0;      ///< rms_norm gamma, f32
   CUdeviceptr inv_freq = 0;  ///< rope, f32 [rotary_dim / 2]
   int64_t N = 0, K = 0;      ///< linear / logits shape
+  /// A quantized linear: its packed codes and scales on the GPU as the artifact holds them
+  /// (weight stays 0), multiplied by the GEMV kernel of its format.
+  bool quantized = false;
+  CUdeviceptr codes = 0, scales = 0, zeros = 0, channel_scales = 0;
+  LoadedKernel gemv;
   LoadedKernel attention;    ///< the step's decode kernel
   LoadedKernel combine;      ///< its split combine
 };

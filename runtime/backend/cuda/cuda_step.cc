@@ -4,6 +4,7 @@
 
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/fused_ops.cuh"
+#include "codegen/cuda/kernels/quant_gemv.cuh"
 #include "codegen/cuda/kernels/sampling.cuh"
 #include "codegen/cuda/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
@@ -124,6 +125,29 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
   const FusedKernels& f = s.fused;
   CUdeviceptr kvPool = s.kv_pool.ptr();
   // y [rows, N] = x [rows, K] . w^T (+ bias): x rounded to bf16 first.
+  // y [rows, N] = x [rows, K] . w^T (+ bias) for a quantized w, straight from its packed
+  // bytes (f32 activations, the kernel's fused dequantization).
+  auto quantLinear = [&](const PlannedStep& p, const DeviceStep& d, CUdeviceptr x, CUdeviceptr y,
+                         int64_t rows, const std::string& where) -> Status {
+    quantgemv::QuantGemvParams q{};
+    q.codes = reinterpret_cast<const unsigned char*>(d.codes);
+    q.scales = reinterpret_cast<const void*>(d.scales);
+    q.zeros = reinterpret_cast<const void*>(d.zeros);
+    q.channel_scales = reinterpret_cast<const float*>(d.channel_scales);
+    q.x = reinterpret_cast<const float*>(x);
+    q.bias = reinterpret_cast<const float*>(d.bias);
+    q.y = reinterpret_cast<float*>(y);
+    q.x_stride = static_cast<long>(d.K);
+    q.y_stride = static_cast<long>(d.N);
+    q.N = static_cast<int>(d.N);
+    q.K = static_cast<int>(d.K);
+    q.T = static_cast<int>(rows);
+    q.block = static_cast<int>(p.quant.block);
+    q.scale_type = static_cast<int>(p.quant.scale_type);
+    q.global_scale = p.quant.global_scale;
+    void* args[] = {&q};
+    return launch(s, d.gemv, quantgemv::quantGemvGridSize(q.N), 1, 1, args, where);
+  };
   auto linear = [&](CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int64_t rows,
                     const std::string& where) -> Status {
     CUdeviceptr xb = b.x_bf16.ptr();
@@ -170,8 +194,12 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
         break;
       }
       case OpKind::Linear:
-        INGOT_RETURN_IF_ERROR(linear(slot(p.inputs[0]), d, slot(p.outputs[0]), T,
-                                     where + " (linear " + p.weight.name + ")"));
+        if (d.quantized)
+          INGOT_RETURN_IF_ERROR(quantLinear(p, d, slot(p.inputs[0]), slot(p.outputs[0]), T,
+                                            where + " (quantized linear " + p.weight.name + ")"));
+        else
+          INGOT_RETURN_IF_ERROR(linear(slot(p.inputs[0]), d, slot(p.outputs[0]), T,
+                                       where + " (linear " + p.weight.name + ")"));
         break;
       case OpKind::Rope:
       case OpKind::KvWrite: {

@@ -58,9 +58,11 @@ namespace {
 struct UploadItem {
   const void* src = nullptr;
   WeightType type = WeightType::kF32;
-  int64_t count = 0;
+  int64_t count = 0;  ///< elements; bytes for a raw item
   bool to_bf16 = false;
   CUdeviceptr dst = 0;
+  /// Bytes copied as they are (a quantized weight's codes and scales).
+  bool raw = false;
 };
 
 size_t sourceBytes(WeightType t) { return t == WeightType::kF32 ? 4 : 2; }
@@ -76,6 +78,10 @@ float widen(const void* src, WeightType t, int64_t i) {
 
 /// Elements [i0, i1) of `item` converted into `out`.
 void convert(const UploadItem& item, int64_t i0, int64_t i1, void* out) {
+  if (item.raw) {
+    std::memcpy(out, static_cast<const uint8_t*>(item.src) + i0, static_cast<size_t>(i1 - i0));
+    return;
+  }
   if (item.to_bf16) {
     uint16_t* o = static_cast<uint16_t*>(out);
     if (item.type == WeightType::kBF16) {
@@ -118,6 +124,25 @@ Status uploadWeights(CudaBackendState& s) {
   };
   auto vector = [&](const float* src, int64_t count, const std::string& what)
       -> StatusOr<CUdeviceptr> { return add(src, WeightType::kF32, count, false, what); };
+  // Packed bytes as they are; null parts stay 0.
+  auto raw = [&](const void* src, int64_t bytes, const std::string& what) -> StatusOr<CUdeviceptr> {
+    if (!src || bytes <= 0) return CUdeviceptr{0};
+    auto key = std::make_pair(src, false);
+    if (auto it = done.find(key); it != done.end()) return it->second;
+    auto memory = std::make_unique<DeviceMemory>();
+    INGOT_RETURN_IF_ERROR(memory->allocate(cu, static_cast<size_t>(bytes), what));
+    UploadItem item;
+    item.src = src;
+    item.count = bytes;
+    item.raw = true;
+    item.dst = memory->ptr();
+    s.weight_device_bytes += memory->bytes();
+    s.upload_bytes += static_cast<uint64_t>(bytes);
+    s.weight_memory.push_back(std::move(memory));
+    items.push_back(item);
+    done.emplace(key, item.dst);
+    return item.dst;
+  };
 
   const ProgramPlan& plan = *s.plan;
   s.steps.resize(plan.steps.size());  // kernels may be resolved already; weights go beside them
@@ -135,6 +160,27 @@ Status uploadWeights(CudaBackendState& s) {
       case schema::OpKind::Logits: {
         d.N = p.weight.rows();
         d.K = p.weight.cols();
+        if (p.quantized) {
+          const QuantMatrix& q = p.quant;
+          const bool int4 = q.format == QuantFormat::kInt4Min || q.format == QuantFormat::kInt4Zero;
+          const int64_t groups = q.groups();
+          const int64_t scaleBytes =
+              int4 ? groups * (q.scale_type == GroupScaleType::kF32 ? 4 : 2)
+                   : q.format == QuantFormat::kFp8 ? 0 : groups;  // e4m3 / e8m0 bytes
+          d.quantized = true;
+          INGOT_ASSIGN_OR_RETURN(d.codes, raw(q.codes, q.N * q.rowBytes(), where + " codes"));
+          INGOT_ASSIGN_OR_RETURN(d.scales, raw(q.scales, q.N * scaleBytes, where + " scales"));
+          if (int4) {
+            INGOT_ASSIGN_OR_RETURN(d.zeros, raw(q.zeros, q.N * scaleBytes, where + " zeros"));
+          }
+          INGOT_ASSIGN_OR_RETURN(d.channel_scales,
+                                 raw(q.channel_scales, q.channel_scales ? q.N * 4 : 0,
+                                     where + " channel scales"));
+          if (p.bias) {
+            INGOT_ASSIGN_OR_RETURN(d.bias, vector(p.bias, d.N, where + " bias"));
+          }
+          break;
+        }
         INGOT_ASSIGN_OR_RETURN(d.weight, add(p.weight.data, p.weight.type, p.weight.elements(),
                                              true, where));
         if (p.bias) {
@@ -171,7 +217,7 @@ Status uploadWeights(CudaBackendState& s) {
   int next = 0;
   for (const UploadItem& item : items) {
     if (!status.ok()) break;
-    const size_t elementBytes = item.to_bf16 ? 2 : 4;
+    const size_t elementBytes = item.raw ? 1 : item.to_bf16 ? 2 : 4;
     const int64_t perChunk = static_cast<int64_t>(std::max<size_t>(s.staging_bytes / elementBytes, 1));
     for (int64_t i0 = 0; i0 < item.count && status.ok(); i0 += perChunk) {
       const int64_t i1 = std::min(item.count, i0 + perChunk);

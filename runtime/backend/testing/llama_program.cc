@@ -384,6 +384,9 @@ void Builder::addFakeCudaKernels() {
   for (const char* op : {"embedding", "rms_norm_residual", "rope_kv_write", "silu_mul", "add",
                          "add_bias", "to_bf16", "gather_rows", "sample"})
     kernel(std::string("ingot_fused_") + op + "_f32", 256);
+  for (const char* format : {"int4min_f16", "int4min_bf16", "int4min_f32", "int4zero_f16",
+                             "int4zero_bf16", "int4zero_f32", "fp8", "nvfp4", "mxfp4"})
+    kernel(std::string("ingot_quant_gemv_") + format, 128);
   const std::string shape = "_f32_d" + std::to_string(o_.head_dim) + "_g" +
                             std::to_string(o_.heads / o_.kv_heads);
   const int32_t decode = kernel("ingot_decode_test" + shape, 128);

@@ -1,0 +1,415 @@
+// Fused dequantize-GEMV/GEMM kernels for quantized linear weights (int4, fp8, nvfp4, mxfp4).
+#pragma once
+
+// y[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for t < T, with w a quantized [N, K] matrix
+// in the runtime's packed layout (runtime/backend/cpu/quant_linear.h, QuantMatrix): codes
+// row-major [N, K], 4-bit ones two per byte with element 2i in the low nibble, block scales
+// row-major [N, K / block] (the artifact's canonical order). Activations and outputs are f32
+// (the CUDA backend keeps activations in f32); every product and sum is f32.
+//
+// Work split: one warp per output row n (kQuantRowsPerWarp rows). Lane L reads the row's
+// 16-byte chunks L, L + 32, L + 64, ... (8-byte chunks where a 4-bit row is not a whole
+// number of 16 bytes or the codes are only 8-byte aligned), decodes
+// them in registers, multiplies them with the matching activations of up to kQuantTileT
+// tokens and accumulates in f32; a warp-shuffle butterfly sums the 32 lane partials. The
+// warp passes over its row once per tile of kQuantTileT tokens (correctness first for
+// prefill-sized T; a tensor-core GEMM is the later step there).
+//
+// The per-element decoders and the whole per-lane loop (laneRowDot) are INGOT_QUANT_HD: the
+// host test runs the very same code for every lane and the same butterfly, against the CPU
+// backend's QuantKernels. Everything below the math compiles only under NVRTC/nvcc.
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#include <cuda_fp16.h>
+#define INGOT_QUANT_HD __host__ __device__ __forceinline__
+#define INGOT_QUANT_UNROLL _Pragma("unroll")
+#else
+#define INGOT_QUANT_HD inline
+#define INGOT_QUANT_UNROLL
+#endif
+#if !defined(__CUDACC_RTC__)
+#include <cstring>  // the host side of the decoders (nvcc's host pass included)
+#endif
+
+namespace ingot {
+namespace quantgemv {
+
+/// Threads per CTA: 4 warps. Small CTAs keep many rows in flight per SM.
+constexpr int kQuantWarps = 4;
+constexpr int kQuantThreads = 32 * kQuantWarps;
+/// Output rows per warp; with more than one, a single token's rows share each activation
+/// load. A 4-bit weight byte meets 8 bytes of f32 activations per token, so with one row per
+/// warp the L1 loads of x are 8x the weight stream, which may bound a decode GEMV before
+/// DRAM does. 2 rows would halve that, but ptxas then spills at 56-128 registers whatever
+/// the __launch_bounds__ minimum (QuantKernelsCompileTest, 2026-11-30): 1 until a GPU
+/// measurement says the trade is worth a restructured loop.
+constexpr int kQuantRowsPerWarp = 1;
+constexpr int kQuantRowsPerCta = kQuantWarps * kQuantRowsPerWarp;
+/// Tokens per pass over a weight row. 4 keeps a kernel at 54-64 registers without spills on
+/// every default target (8 CTAs, 32 warps per SM streaming weights); an 8-token tile took
+/// about 120 (4 CTAs per SM), and ptxas spilled when held to 96 or 80. A decode batch of 5-8
+/// reads a row twice, the second time from L1 (a row is K / 2 bytes, 2 KiB at K = 4096).
+constexpr int kQuantTileT = 4;
+
+/// The weight formats; values equal ingot::QuantFormat (runtime/backend/cpu/quant_linear.h).
+enum class Format : int { kInt4Min = 0, kInt4Zero = 1, kFp8 = 2, kNvfp4 = 3, kMxfp4 = 4 };
+/// Int4 scale and zero/min element type; values equal ingot::GroupScaleType.
+enum class ScaleType : int { kF16 = 0, kBF16 = 1, kF32 = 2 };
+
+/// Launch parameters of every ingot_quant_gemv_* kernel (plain C++: the backend fills it).
+/// Launch: grid (quantGemvGridSize(N), 1, 1), block (kQuantThreads, 1, 1), no dynamic
+/// shared memory. checkQuantGemvParams lists what must hold.
+struct QuantGemvParams {
+  const unsigned char *codes;   ///< [N, rowBytes]: K bytes (fp8) or K / 2 (4-bit) per row
+  /// int4: [N, K / block] of scale_type; nvfp4: f8E4M3FN bytes; mxfp4: f8E8M0FNU bytes;
+  /// fp8: unused (null).
+  const void *scales;
+  const void *zeros;            ///< int4: the zeros or mins, [N, K / block] of scale_type
+  const float *channel_scales;  ///< fp8: [N], or null for a per-tensor scale
+  const float *x;               ///< [T, x_stride] f32, rows 16-byte aligned
+  const float *bias;            ///< [N] or null
+  float *y;                     ///< [T, y_stride] f32
+  long x_stride;                ///< floats between tokens of x (a multiple of 4)
+  long y_stride;                ///< floats between tokens of y
+  int N, K, T;
+  int block;                    ///< elements per scale along K: int4 group, 16, 32; K for fp8
+  int scale_type;               ///< int4: a ScaleType, the one of the entry point's name
+  float global_scale;           ///< multiplies every output (nvfp4 tensor / fp8 tensor scale)
+};
+// The host fills the struct the device reads: one layout on both (LP64).
+static_assert(sizeof(QuantGemvParams) == 96, "QuantGemvParams layout changed");
+
+/// CTAs of a launch over N output rows: ceil(N / kQuantRowsPerCta).
+INGOT_QUANT_HD constexpr unsigned quantGemvGridSize(int N) {
+  return static_cast<unsigned>((N + kQuantRowsPerCta - 1) / kQuantRowsPerCta);
+}
+
+// ---- per-element math (host and device) -------------------------------------------------
+
+INGOT_QUANT_HD float bitsToFloat(unsigned bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+#endif
+}
+
+/// Exact IEEE binary16 -> f32 (f16 subnormals are f32 normals).
+INGOT_QUANT_HD float halfToFloat(unsigned short h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
+  const unsigned sign = static_cast<unsigned>(h & 0x8000u) << 16;
+  unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1f) return bitsToFloat(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return bitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0) return bitsToFloat(sign);
+  e = 113;
+  while ((m & 0x400u) == 0) {
+    m <<= 1;
+    --e;
+  }
+  return bitsToFloat(sign | (e << 23) | ((m & 0x3ffu) << 13));
+#endif
+}
+
+/// bf16 is the upper half of an f32.
+INGOT_QUANT_HD float bf16ToFloat(unsigned short h) { return bitsToFloat(unsigned(h) << 16); }
+
+/// An E2M1 code (low nibble) as f32, exactly: the normal codes (exponent field 1..3) are the
+/// f32 of exponent e - 1 + 127 and mantissa bit m, code 1 is 0.5, code 0 is zero.
+INGOT_QUANT_HD float e2m1Value(unsigned code) {
+  const unsigned mag = code & 7u;
+  const unsigned bits = mag >= 2u ? (mag << 22) + (126u << 23) : (mag == 1u ? 0x3f000000u : 0u);
+  return bitsToFloat(bits | ((code & 8u) << 28));
+}
+
+/// An E4M3FN weight code as f32, exactly; the NaN codes 0x7F / 0xFF read as +-480 (the
+/// exponent/mantissa arithmetic carried through), as the CPU vector kernels read them: a
+/// quantizer never writes them.
+INGOT_QUANT_HD float e4m3WeightValue(unsigned code) {
+  const unsigned c = code & 0x7fu;
+  const float mag = (c & 0x78u) ? bitsToFloat((c << 20) + (120u << 23))
+                                : static_cast<float>(c) * 0.001953125f;  // m * 2^-9
+  return (code & 0x80u) ? -mag : mag;
+}
+
+/// An E4M3FN block scale (nvfp4) as f32; its NaN codes give NaN, as on the CPU.
+INGOT_QUANT_HD float e4m3ScaleValue(unsigned code) {
+  return (code & 0x7fu) == 0x7fu ? bitsToFloat(0x7fc00000u) : e4m3WeightValue(code);
+}
+
+/// An E8M0 scale (mxfp4): 2^(code - 127); 0 is 2^-127 (an f32 subnormal, which a kernel
+/// built with fast math flushes to zero in products), 0xFF is NaN.
+INGOT_QUANT_HD float e8m0Value(unsigned code) {
+  if (code == 0xffu) return bitsToFloat(0x7fc00000u);
+  return bitsToFloat(code == 0 ? 0x00400000u : code << 23);
+}
+
+/// f32 multiply and fused multiply-add, never contracted differently on the device.
+INGOT_QUANT_HD float qmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+INGOT_QUANT_HD float qfma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+
+/// Element i of an int4 scale or zero/min tensor of type S.
+template <ScaleType S>
+INGOT_QUANT_HD float groupValue(const void *p, long i) {
+  if (S == ScaleType::kF32) return static_cast<const float *>(p)[i];
+  const unsigned short h = static_cast<const unsigned short *>(p)[i];
+  return S == ScaleType::kF16 ? halfToFloat(h) : bf16ToFloat(h);
+}
+
+/// One weight from its code value q (the integer of an int4 nibble, or the decoded E2M1 /
+/// E4M3 value) and its block's scale and zero/min: int4min s * q + m (one rounding), int4zero
+/// s * (q - z), fp4 q * s, fp8 q (its scale applies to the whole row, at the end).
+template <Format F>
+INGOT_QUANT_HD float dequant(float q, float s, float z) {
+  if (F == Format::kInt4Min) return qfma(s, q, z);
+  if (F == Format::kInt4Zero) return qmul(s, q - z);
+  if (F == Format::kFp8) return q;
+  return qmul(q, s);
+}
+
+/// The factor of a row's sum: the fp8 channel scale times the global scale, else the global.
+INGOT_QUANT_HD float rowScale(const QuantGemvParams &p, int n) {
+  return p.channel_scales ? qmul(p.channel_scales[n], p.global_scale) : p.global_scale;
+}
+
+/// An output from the row's sum: sum * scale (+ bias, one fused multiply-add).
+INGOT_QUANT_HD float finishOutput(float sum, float scale, const float *bias, int n) {
+  return bias ? qfma(sum, scale, bias[n]) : qmul(sum, scale);
+}
+
+/// log2 of a power of two (block sizes; checked on the host).
+INGOT_QUANT_HD int log2Exact(int v) {
+  int s = 0;
+  while ((1 << s) < v) ++s;
+  return s;
+}
+
+/// CB bytes (8 or 16) at p, CB-aligned, as 32-bit words: one vector load on the device.
+template <int CB>
+INGOT_QUANT_HD void loadWords(const unsigned char *p, unsigned (&w)[CB / 4]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (CB == 16) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else {
+    const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+    w[0] = v.x, w[1] = v.y;
+  }
+#else
+  std::memcpy(w, p, CB);
+#endif
+}
+
+/// E (4 or 8) activations of token row xr from element k (k a multiple of 4, rows 16-byte
+/// aligned): float4 loads on the device.
+template <int E>
+INGOT_QUANT_HD void loadActivations(const float *xr, int k, float (&v)[E]) {
+#if defined(__CUDA_ARCH__)
+  INGOT_QUANT_UNROLL
+  for (int i = 0; i < E; i += 4) {
+    const float4 f = *reinterpret_cast<const float4 *>(xr + k + i);
+    v[i] = f.x, v[i + 1] = f.y, v[i + 2] = f.z, v[i + 3] = f.w;
+  }
+#else
+  for (int i = 0; i < E; ++i) v[i] = xr[k + i];
+#endif
+}
+
+/// The decoded weights of one 32-bit word of row n's codes starting at element k: 8 nibbles
+/// (4-bit formats; a word never straddles a block, blocks being multiples of 16) or 4 fp8
+/// bytes, element order as stored (low nibble / low byte first).
+template <Format F, ScaleType S>
+INGOT_QUANT_HD void decodeWord(const QuantGemvParams &p, int n, int k, int blockShift,
+                               unsigned word, float (&w)[F == Format::kFp8 ? 4 : 8]) {
+  if constexpr (F == Format::kFp8) {
+    INGOT_QUANT_UNROLL
+    for (int j = 0; j < 4; ++j) w[j] = e4m3WeightValue((word >> (8 * j)) & 0xffu);
+  } else {
+    const long g = static_cast<long>(n) * (p.K >> blockShift) + (k >> blockShift);
+    float s = 0.0f, z = 0.0f;
+    if constexpr (F == Format::kInt4Min || F == Format::kInt4Zero) {
+      s = groupValue<S>(p.scales, g);
+      z = groupValue<S>(p.zeros, g);
+    } else if constexpr (F == Format::kNvfp4) {
+      s = e4m3ScaleValue(static_cast<const unsigned char *>(p.scales)[g]);
+    } else {
+      s = e8m0Value(static_cast<const unsigned char *>(p.scales)[g]);
+    }
+    INGOT_QUANT_UNROLL
+    for (int j = 0; j < 8; ++j) {
+      const unsigned c = (word >> (4 * j)) & 15u;
+      const float q = (F == Format::kNvfp4 || F == Format::kMxfp4) ? e2m1Value(c)
+                                                                    : static_cast<float>(c);
+      w[j] = dequant<F>(q, s, z);
+    }
+  }
+}
+
+/// Lane `lane`'s partial sums of rows n0 .. n0 + NR - 1 (a row past N repeats row N - 1;
+/// its sums are not written) for tokens t0 .. t0 + MT - 1 (those below T): its chunks of CB
+/// bytes in order, each word decoded once per row, each activation word loaded once for all
+/// rows, then one fma chain per (token, row) in element order. The next chunk's codes are
+/// loaded before the current one is used. A (token, row) sum does not depend on NR or MT.
+template <Format F, ScaleType S, int MT, int NR, int CB>
+INGOT_QUANT_HD void laneRowDot(const QuantGemvParams &p, int n0, int t0, int lane,
+                               float (&acc)[MT][NR]) {
+  constexpr bool kFp8 = F == Format::kFp8;
+  constexpr int kWords = CB / 4, kPerWord = kFp8 ? 4 : 8, kPerChunk = kWords * kPerWord;
+  const long rowBytes = kFp8 ? p.K : p.K / 2;
+  int n[NR];
+  const unsigned char *row[NR];
+  INGOT_QUANT_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    n[r] = n0 + r < p.N ? n0 + r : p.N - 1;
+    row[r] = p.codes + static_cast<long>(n[r]) * rowBytes;
+  }
+  const int chunks = static_cast<int>(rowBytes / CB);
+  const int blockShift = kFp8 ? 0 : log2Exact(p.block);
+  INGOT_QUANT_UNROLL
+  for (int i = 0; i < MT; ++i) {
+    INGOT_QUANT_UNROLL
+    for (int r = 0; r < NR; ++r) acc[i][r] = 0.0f;
+  }
+  unsigned cur[NR][kWords];
+  INGOT_QUANT_UNROLL
+  for (int r = 0; r < NR; ++r)
+    if (lane < chunks) loadWords<CB>(row[r] + static_cast<long>(lane) * CB, cur[r]);
+  for (int c = lane; c < chunks; c += 32) {
+    unsigned next[NR][kWords] = {};
+    INGOT_QUANT_UNROLL
+    for (int r = 0; r < NR; ++r)
+      if (c + 32 < chunks) loadWords<CB>(row[r] + static_cast<long>(c + 32) * CB, next[r]);
+    INGOT_QUANT_UNROLL
+    for (int wi = 0; wi < kWords; ++wi) {
+      const int k = c * kPerChunk + wi * kPerWord;
+      float w[NR][kPerWord];
+      INGOT_QUANT_UNROLL
+      for (int r = 0; r < NR; ++r) decodeWord<F, S>(p, n[r], k, blockShift, cur[r][wi], w[r]);
+      INGOT_QUANT_UNROLL
+      for (int i = 0; i < MT; ++i) {
+        if (MT == 1 || t0 + i < p.T) {
+          float xv[kPerWord];
+          loadActivations<kPerWord>(p.x + static_cast<long>(t0 + i) * p.x_stride, k, xv);
+          INGOT_QUANT_UNROLL
+          for (int r = 0; r < NR; ++r) {
+            INGOT_QUANT_UNROLL
+            for (int j = 0; j < kPerWord; ++j) acc[i][r] = qfma(w[r][j], xv[j], acc[i][r]);
+          }
+        }
+      }
+    }
+    INGOT_QUANT_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      INGOT_QUANT_UNROLL
+      for (int wi = 0; wi < kWords; ++wi) cur[r][wi] = next[r][wi];
+    }
+  }
+}
+
+/// Whether row chunks of 16 bytes fit the matrix (else the kernel reads 8-byte chunks).
+INGOT_QUANT_HD bool sixteenByteChunks(const QuantGemvParams &p, bool fp8) {
+  const long rowBytes = fp8 ? p.K : p.K / 2;
+  return rowBytes % 16 == 0 && reinterpret_cast<unsigned long>(p.codes) % 16 == 0;
+}
+
+#if !defined(__CUDACC_RTC__)
+/// Why `p` cannot be launched with the kernel of (f, scale type in p), or null when it can.
+/// K a positive multiple of 16 (the smallest block) and of block; block a power of two from
+/// 16 (int4, nvfp4 16, mxfp4 32; fp8 K); 8-byte aligned codes; 16-byte aligned x rows.
+inline const char *checkQuantGemvParams(const QuantGemvParams &p, Format f) {
+  const bool fp8 = f == Format::kFp8, int4 = f == Format::kInt4Min || f == Format::kInt4Zero;
+  if (!p.codes || !p.x || !p.y) return "quant gemv: codes, x and y must be set";
+  if (p.N <= 0 || p.K <= 0 || p.T <= 0) return "quant gemv: N, K and T must be positive";
+  if (p.K % 16 != 0) return "quant gemv: K must be a multiple of 16";
+  if (fp8 && p.block != p.K) return "quant gemv: an fp8 weight's block must be K";
+  if (f == Format::kNvfp4 && p.block != 16) return "quant gemv: nvfp4 blocks are 16";
+  if (f == Format::kMxfp4 && p.block != 32) return "quant gemv: mxfp4 blocks are 32";
+  if (int4 && (p.block < 16 || (p.block & (p.block - 1)) != 0 || p.K % p.block != 0))
+    return "quant gemv: the int4 group must be a power of two >= 16 dividing K";
+  if (f == Format::kMxfp4 && p.K % 32 != 0) return "quant gemv: mxfp4 K must be a multiple of 32";
+  if (!fp8 && !p.scales) return "quant gemv: the block scales must be set";
+  if (int4 && !p.zeros) return "quant gemv: the int4 zeros/mins must be set";
+  if (int4 && (p.scale_type < 0 || p.scale_type > 2))
+    return "quant gemv: scale_type must be f16 (0), bf16 (1) or f32 (2)";
+  if (reinterpret_cast<unsigned long>(p.codes) % 8 != 0)
+    return "quant gemv: codes must be 8-byte aligned";
+  if (reinterpret_cast<unsigned long>(p.x) % 16 != 0 || p.x_stride % 4 != 0 ||
+      p.x_stride < p.K)
+    return "quant gemv: x rows must be 16-byte aligned (x_stride a multiple of 4, >= K)";
+  if (p.y_stride < p.N) return "quant gemv: y_stride must be >= N";
+  return nullptr;
+}
+#endif
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// ---- device code -------------------------------------------------------------------------
+
+/// Sum over the warp; every lane gets it (xor butterfly 16, 8, 4, 2, 1).
+__device__ __forceinline__ float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Rows n0 .. n0 + NR - 1 (those below N) for tokens t0 .. t0 + MT - 1 (those below T).
+template <Format F, ScaleType S, int MT, int NR, int CB>
+__device__ __forceinline__ void rowTile(const QuantGemvParams &p, int n0, int t0, int lane) {
+  float acc[MT][NR];
+  laneRowDot<F, S, MT, NR, CB>(p, n0, t0, lane, acc);
+#pragma unroll
+  for (int r = 0; r < NR; ++r) {
+    const int n = n0 + r;
+    const float scale = rowScale(p, n < p.N ? n : p.N - 1);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const float sum = warpSum(acc[i][r]);
+      if (lane == 0 && n < p.N && t0 + i < p.T)
+        p.y[static_cast<long>(t0 + i) * p.y_stride + n] = finishOutput(sum, scale, p.bias, n);
+    }
+  }
+}
+
+/// The body of every entry point: warp w of CTA b owns rows n0 = (b * kQuantWarps + w) *
+/// kQuantRowsPerWarp onwards. One token: all its rows in one pass, sharing the activation
+/// loads. More: row by row, one pass per tile of up to kQuantTileT tokens (the registers
+/// of a rows x tokens tile would spill).
+template <Format F, ScaleType S>
+__device__ __forceinline__ void quantGemv(const QuantGemvParams &p) {
+  const int lane = threadIdx.x & 31;
+  const int n0 = (blockIdx.x * kQuantWarps + (threadIdx.x >> 5)) * kQuantRowsPerWarp;
+  if (n0 >= p.N) return;
+  const bool wide = sixteenByteChunks(p, F == Format::kFp8);
+  if (p.T == 1) {
+    if (wide) rowTile<F, S, 1, kQuantRowsPerWarp, 16>(p, n0, 0, lane);
+    else rowTile<F, S, 1, kQuantRowsPerWarp, 8>(p, n0, 0, lane);
+    return;
+  }
+  for (int n = n0; n < n0 + kQuantRowsPerWarp && n < p.N; ++n)
+    for (int t0 = 0; t0 < p.T; t0 += kQuantTileT) {
+      if (wide) rowTile<F, S, kQuantTileT, 1, 16>(p, n, t0, lane);
+      else rowTile<F, S, kQuantTileT, 1, 8>(p, n, t0, lane);
+    }
+}
+
+#endif  // __CUDACC__ || __CUDACC_RTC__
+
+}  // namespace quantgemv
+}  // namespace ingot
+
+#undef INGOT_QUANT_UNROLL

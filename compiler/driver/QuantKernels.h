@@ -1,0 +1,36 @@
+//===- QuantKernels.h - CUDA quantized GEMV kernels into the artifact -*- C++ -*-===//
+//
+// The compile stage after the fused kernels that gives an artifact whose programs have
+// quantized linear weights the CUDA backend's fused dequantize-GEMV/GEMM kernels
+// (codegen/cuda/kernels/quant_gemv.cuh) of exactly the formats those weights use. Plain
+// C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <vector>
+
+#include "codegen/cuda/QuantKernelsSource.h"
+#include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/driver/AttentionKernels.h"
+#include "runtime/base/status.h"
+
+namespace ingot::compiler {
+
+/// The quantized GEMV entry points `contents` needs: one per (format, int4 scale type) of the
+/// quantized weights of its programs' linear steps, in codegen::allQuantGemvKernels order.
+/// Fails on a quantized linear weight no kernel reads (a scheme or scale type the runtime's
+/// packed layout does not have), naming the tensor.
+StatusOr<std::vector<codegen::QuantGemvKernel>>
+quantGemvKernelsOf(const ArtifactContents &contents);
+
+/// Adds those entry points (codegen::quantGemvKernelName) as KernelDefs of
+/// quantgemv::kQuantThreads threads without dynamic shared memory, whenever `options.targets`
+/// is not empty. The entry points of one format come from one NVRTC translation unit per
+/// target (through the kernel cache) and share its binaries, stored once. The runtime finds
+/// them by name; no step links them. Adds to `report`; fails on an NVRTC error or when a
+/// kernel of the same name is already in the artifact.
+Status addQuantKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+                       CudaKernelReport *report);
+
+} // namespace ingot::compiler
