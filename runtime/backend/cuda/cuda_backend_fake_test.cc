@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/fake_cuda_test.h"
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
@@ -31,21 +32,8 @@ struct Launch {
   bool fromGraph;
 };
 
-class CudaBackendFakeTest : public ::testing::Test {
+class CudaBackendFakeTest : public FakeCudaTest {
  protected:
-  static void SetUpTestSuite() {
-    // Opened by path first, the fake (soname libcuda.so.1) is what CudaDriver's
-    // dlopen("libcuda.so.1") gets; cuBLASLt is taken from $INGOT_CUBLASLT_LIBRARY.
-    driver_ = ::dlopen(INGOT_FAKE_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
-    blas_ = ::dlopen(INGOT_FAKE_CUBLASLT, RTLD_NOW | RTLD_GLOBAL);
-    ::setenv("INGOT_CUBLASLT_LIBRARY", INGOT_FAKE_CUBLASLT, 1);
-  }
-  void SetUp() override {
-    ASSERT_NE(driver_, nullptr) << ::dlerror();
-    ASSERT_NE(blas_, nullptr) << ::dlerror();
-    reinterpret_cast<FakeCudaResetFn>(::dlsym(driver_, "fakeCudaReset"))();
-    reinterpret_cast<void (*)()>(::dlsym(blas_, "fakeCublasLtReset"))();
-  }
 
   std::unique_ptr<Artifact> artifact(testing::LlamaProgramOptions o) {
     o.fake_cuda_kernels = true;
@@ -99,12 +87,8 @@ class CudaBackendFakeTest : public ::testing::Test {
     return t;
   }
 
-  static void* driver_;
-  static void* blas_;
   std::mt19937 rng{std::random_device{}()};
 };
-void* CudaBackendFakeTest::driver_ = nullptr;
-void* CudaBackendFakeTest::blas_ = nullptr;
 
 size_t countOf(const std::vector<Launch>& ls, const std::string& name) {
   size_t n = 0;

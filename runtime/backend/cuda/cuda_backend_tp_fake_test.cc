@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/fake_cuda_test.h"
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
@@ -107,19 +108,8 @@ class RecordingCommunicator final : public Communicator {
   Status error_;
 };
 
-class CudaBackendTpFakeTest : public ::testing::Test {
+class CudaBackendTpFakeTest : public FakeCudaTest {
  protected:
-  static void SetUpTestSuite() {
-    driver_ = ::dlopen(INGOT_FAKE_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
-    blas_ = ::dlopen(INGOT_FAKE_CUBLASLT, RTLD_NOW | RTLD_GLOBAL);
-    ::setenv("INGOT_CUBLASLT_LIBRARY", INGOT_FAKE_CUBLASLT, 1);
-  }
-  void SetUp() override {
-    ASSERT_NE(driver_, nullptr) << ::dlerror();
-    ASSERT_NE(blas_, nullptr) << ::dlerror();
-    reinterpret_cast<FakeCudaResetFn>(::dlsym(driver_, "fakeCudaReset"))();
-    reinterpret_cast<void (*)()>(::dlsym(blas_, "fakeCublasLtReset"))();
-  }
   /// A TP2 tiny Llama (4 q / 2 kv heads, vocab 256: one kv head and half the vocabulary
   /// per rank) with fake CUDA kernels.
   void build(int32_t tp = 2) {
@@ -155,8 +145,6 @@ class CudaBackendTpFakeTest : public ::testing::Test {
     return t;
   }
 
-  static void* driver_;
-  static void* blas_;
   testing::LlamaProgramOptions o;
   std::unique_ptr<Artifact> artifact;
   std::mt19937 rng{std::random_device{}()};
@@ -164,8 +152,6 @@ class CudaBackendTpFakeTest : public ::testing::Test {
  private:
   std::vector<uint8_t> bytes_;
 };
-void* CudaBackendTpFakeTest::driver_ = nullptr;
-void* CudaBackendTpFakeTest::blas_ = nullptr;
 
 TEST_F(CudaBackendTpFakeTest, RankRunsCollectivesInOrderOnTheGemmOutputsAndRearrangesTheHead) {
   build();

@@ -4,11 +4,18 @@
 // Tokenizer never see the compiler's artifact structs, which share its name.
 
 #include "compiler/artifact/ArtifactContents.h"
+#include "compiler/artifact/ArtifactWriter.h"
 #include "runtime/backend/testing/llama_program.h"
 
 namespace ingot::testing {
 
 /// The model config the builders write for `options`.
 ModelConfig llamaModelConfig(const LlamaProgramOptions& options);
+
+/// LlamaProgramOptions::fake_cuda_kernels: text "cubins" for the fake libcuda (every f32
+/// fused kernel, every quantized GEMV, one decode and one combine kernel), the decode kernel
+/// linked to every attention step of every program written so far. Every rank of a sharded
+/// model keeps the model's query heads per kv head, so one decode kernel serves all ranks.
+void addFakeCudaKernels(ArtifactWriter& writer, const LlamaProgramOptions& options);
 
 }  // namespace ingot::testing

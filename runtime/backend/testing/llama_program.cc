@@ -37,6 +37,33 @@ ModelConfig llamaModelConfig(const LlamaProgramOptions& o) {
   config.kvBlockSize = o.block_size;
   return config;
 }
+void addFakeCudaKernels(ArtifactWriter& writer, const LlamaProgramOptions& o) {
+  auto kernel = [&](const std::string& name, uint32_t threads) {
+    Kernel k;
+    k.name = name;
+    k.blockDim = {threads, 1, 1};
+    const std::string image = "FAKECUBIN entry:" + name;
+    k.binaries.push_back({"sm_90", schema::BinaryFormat::Cubin,
+                          std::vector<uint8_t>(image.c_str(), image.c_str() + image.size() + 1)});
+    return writer.addKernel(std::move(k));
+  };
+  for (const char* op : {"embedding", "rms_norm_residual", "rope_kv_write", "silu_mul", "add",
+                         "add_bias", "to_bf16", "gather_rows", "sample"})
+    kernel(std::string("ingot_fused_") + op + "_f32", 256);
+  for (const char* format : {"int4min_f16", "int4min_bf16", "int4min_f32", "int4zero_f16",
+                             "int4zero_bf16", "int4zero_f32", "fp8", "nvfp4", "mxfp4"})
+    kernel(std::string("ingot_quant_gemv_") + format, 128);
+  const std::string shape = "_f32_d" + std::to_string(o.head_dim) + "_g" +
+                            std::to_string(o.heads / o.kv_heads);
+  const int32_t decode = kernel("ingot_decode_test" + shape, 128);
+  kernel("ingot_decode_combine_f32_d" + std::to_string(o.head_dim),
+         static_cast<uint32_t>(o.head_dim));
+  const std::vector<Program>& programs = writer.contents().programs;
+  for (size_t p = 0; p < programs.size(); ++p)
+    for (size_t s = 0; s < programs[p].steps.size(); ++s)
+      if (programs[p].steps[s].op == schema::OpKind::Attention) writer.setStepKernel(p, s, decode);
+}
+
 namespace {
 
 using schema::BufferKind;
@@ -68,8 +95,6 @@ class Builder {
   StatusOr<std::vector<uint8_t>> build();
 
  private:
-  /// LlamaProgramOptions::fake_cuda_kernels.
-  void addFakeCudaKernels();
   int32_t weight(const std::string& name, std::vector<int64_t> shape, bool norm) {
     TensorSpec spec{name, o_.weight_dtype, shape, {}, -1};
     if (o_.dummy_weights) return writer_.addTensor(std::move(spec));
@@ -367,36 +392,10 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   } else {
     writer_.addProgram(std::move(program_));
   }
-  if (o_.fake_cuda_kernels) addFakeCudaKernels();
+  if (o_.fake_cuda_kernels) addFakeCudaKernels(writer_, o_);
   return writer_.writeToBuffer();
 }
 
-void Builder::addFakeCudaKernels() {
-  auto kernel = [&](const std::string& name, uint32_t threads) {
-    Kernel k;
-    k.name = name;
-    k.blockDim = {threads, 1, 1};
-    const std::string image = "FAKECUBIN entry:" + name;
-    k.binaries.push_back({"sm_90", schema::BinaryFormat::Cubin,
-                          std::vector<uint8_t>(image.c_str(), image.c_str() + image.size() + 1)});
-    return writer_.addKernel(std::move(k));
-  };
-  for (const char* op : {"embedding", "rms_norm_residual", "rope_kv_write", "silu_mul", "add",
-                         "add_bias", "to_bf16", "gather_rows", "sample"})
-    kernel(std::string("ingot_fused_") + op + "_f32", 256);
-  for (const char* format : {"int4min_f16", "int4min_bf16", "int4min_f32", "int4zero_f16",
-                             "int4zero_bf16", "int4zero_f32", "fp8", "nvfp4", "mxfp4"})
-    kernel(std::string("ingot_quant_gemv_") + format, 128);
-  const std::string shape = "_f32_d" + std::to_string(o_.head_dim) + "_g" +
-                            std::to_string(o_.heads / o_.kv_heads);
-  const int32_t decode = kernel("ingot_decode_test" + shape, 128);
-  kernel("ingot_decode_combine_f32_d" + std::to_string(o_.head_dim),
-         static_cast<uint32_t>(o_.head_dim));
-  const std::vector<Program>& programs = writer_.contents().programs;
-  for (size_t p = 0; p < programs.size(); ++p)
-    for (size_t s = 0; s < programs[p].steps.size(); ++s)
-      if (programs[p].steps[s].op == OpKind::Attention) writer_.setStepKernel(p, s, decode);
-}
 
 }  // namespace
 

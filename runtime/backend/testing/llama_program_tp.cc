@@ -54,8 +54,6 @@ class ShardedBuilder {
   StatusOr<std::vector<uint8_t>> build();
 
  private:
-  /// LlamaProgramOptions::fake_cuda_kernels, for every rank's program.
-  void addFakeCudaKernels();
   /// Draws a [rows, cols] (or [n]) f32 tensor.
   std::vector<float> draw(const std::vector<int64_t>& shape, bool norm) {
     int64_t n = 1;
@@ -260,36 +258,10 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
     rp.p.buffers[logits].kind = BufferKind::Output;
     writer_.addProgram(std::move(rp.p));
   }
-  if (o_.fake_cuda_kernels) addFakeCudaKernels();
+  if (o_.fake_cuda_kernels) addFakeCudaKernels(writer_, o_);
   return writer_.writeToBuffer();
 }
 
-void ShardedBuilder::addFakeCudaKernels() {
-  // As buildLlamaArtifact's: text "cubins" for the fake libcuda. Every rank keeps the
-  // query heads per kv head of the model (whole kv-head groups, or one kv head each), so
-  // all ranks' attention steps share one decode kernel.
-  auto kernel = [&](const std::string& name, uint32_t threads) {
-    Kernel k;
-    k.name = name;
-    k.blockDim = {threads, 1, 1};
-    const std::string image = "FAKECUBIN entry:" + name;
-    k.binaries.push_back({"sm_90", schema::BinaryFormat::Cubin,
-                          std::vector<uint8_t>(image.c_str(), image.c_str() + image.size() + 1)});
-    return writer_.addKernel(std::move(k));
-  };
-  for (const char* op : {"embedding", "rms_norm_residual", "rope_kv_write", "silu_mul", "add",
-                         "add_bias", "to_bf16", "gather_rows", "sample"})
-    kernel(std::string("ingot_fused_") + op + "_f32", 256);
-  const int32_t decode = kernel("ingot_decode_test_f32_d" + std::to_string(o_.head_dim) + "_g" +
-                                    std::to_string(o_.heads / o_.kv_heads),
-                                128);
-  kernel("ingot_decode_combine_f32_d" + std::to_string(o_.head_dim),
-         static_cast<uint32_t>(o_.head_dim));
-  const std::vector<Program>& programs = writer_.contents().programs;
-  for (size_t p = 0; p < programs.size(); ++p)
-    for (size_t s = 0; s < programs[p].steps.size(); ++s)
-      if (programs[p].steps[s].op == OpKind::Attention) writer_.setStepKernel(p, s, decode);
-}
 
 }  // namespace
 

@@ -1,0 +1,36 @@
+// Test fixture base for CPU tests of the CUDA backend over the fake libcuda and libcublasLt.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "runtime/backend/cuda/fake_libcuda.h"
+
+namespace ingot {
+
+/// Opens the fakes once per suite (the fake libcuda by path first, so that CudaDriver's
+/// dlopen("libcuda.so.1") finds it by its soname; cuBLASLt through $INGOT_CUBLASLT_LIBRARY)
+/// and resets their counters before each test. Needs INGOT_FAKE_LIBCUDA and
+/// INGOT_FAKE_CUBLASLT defined to the libraries' paths.
+class FakeCudaTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    driver_ = ::dlopen(INGOT_FAKE_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
+    blas_ = ::dlopen(INGOT_FAKE_CUBLASLT, RTLD_NOW | RTLD_GLOBAL);
+    ::setenv("INGOT_CUBLASLT_LIBRARY", INGOT_FAKE_CUBLASLT, 1);
+  }
+  void SetUp() override {
+    ASSERT_NE(driver_, nullptr) << ::dlerror();
+    ASSERT_NE(blas_, nullptr) << ::dlerror();
+    reinterpret_cast<FakeCudaResetFn>(::dlsym(driver_, "fakeCudaReset"))();
+    reinterpret_cast<void (*)()>(::dlsym(blas_, "fakeCublasLtReset"))();
+  }
+
+  inline static void* driver_ = nullptr;
+  inline static void* blas_ = nullptr;
+};
+
+}  // namespace ingot
