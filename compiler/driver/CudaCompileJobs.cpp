@@ -79,4 +79,19 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
 #endif
 }
 
+void addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
+                    const std::vector<std::string> &names, uint32_t threads,
+                    const CudaKernelOptions &options, CudaKernelReport &report) {
+  for (const std::string &name : names) {
+    Kernel kernel;
+    kernel.name = name;
+    kernel.blockDim = {threads, 1, 1};
+    kernel.sharedMemBytes = 0;
+    kernel.binaries = unit.binaries;
+    writer.addKernel(std::move(kernel));
+    ++report.kernels;
+    report.kernelsFromCache += unit.fromCache == options.targets.size();
+  }
+}
+
 } // namespace ingot::compiler

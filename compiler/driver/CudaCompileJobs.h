@@ -37,4 +37,11 @@ StatusOr<std::vector<CompiledCudaUnit>>
 compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptions &options,
                  CudaKernelReport &report);
 
+/// Adds one KernelDef per entry point `names` of `unit`, each with the unit's binaries (the
+/// writer stores identical binaries once), `threads` per block and no dynamic shared
+/// memory, and counts them in `report` (from the cache when every target was).
+void addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
+                    const std::vector<std::string> &names, uint32_t threads,
+                    const CudaKernelOptions &options, CudaKernelReport &report);
+
 } // namespace ingot::compiler

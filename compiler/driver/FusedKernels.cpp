@@ -87,17 +87,11 @@ Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
 
   // One KernelDef per entry point, each with its unit's binaries (stored once on write).
   for (size_t i = 0; i < units.size(); ++i) {
-    const CompiledCudaUnit &unit = (*compiled)[i];
-    for (codegen::FusedOp op : units[i].ops) {
-      Kernel kernel;
-      kernel.name = codegen::fusedKernelName(op, units[i].dtype);
-      kernel.blockDim = {static_cast<uint32_t>(fused::kFusedThreads), 1, 1};
-      kernel.sharedMemBytes = 0;
-      kernel.binaries = unit.binaries;
-      writer.addKernel(std::move(kernel));
-      ++rep.kernels;
-      rep.kernelsFromCache += unit.fromCache == options.targets.size();
-    }
+    std::vector<std::string> names;
+    for (codegen::FusedOp op : units[i].ops)
+      names.push_back(codegen::fusedKernelName(op, units[i].dtype));
+    addUnitKernels(writer, (*compiled)[i], names, static_cast<uint32_t>(fused::kFusedThreads),
+                   options, rep);
   }
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();

@@ -129,17 +129,11 @@ Status addQuantKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
     return compiled.status();
 
   for (size_t i = 0; i < units.size(); ++i) {
-    const CompiledCudaUnit &unit = (*compiled)[i];
-    for (const codegen::QuantGemvKernel &k : units[i].kernels) {
-      Kernel kernel;
-      kernel.name = codegen::quantGemvKernelName(k);
-      kernel.blockDim = {static_cast<uint32_t>(quantgemv::kQuantThreads), 1, 1};
-      kernel.sharedMemBytes = 0;
-      kernel.binaries = unit.binaries;
-      writer.addKernel(std::move(kernel));
-      ++rep.kernels;
-      rep.kernelsFromCache += unit.fromCache == options.targets.size();
-    }
+    std::vector<std::string> names;
+    for (const codegen::QuantGemvKernel &k : units[i].kernels)
+      names.push_back(codegen::quantGemvKernelName(k));
+    addUnitKernels(writer, (*compiled)[i], names, static_cast<uint32_t>(quantgemv::kQuantThreads),
+                   options, rep);
   }
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();
