@@ -170,18 +170,7 @@ Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
     in_ptr = &with_trees;
   }
   const StepInputs& inputs = *in_ptr;
-  if (static_cast<int32_t>(inputs.extra_inputs.size()) < plan_->num_extra_inputs)
-    return invalidArgument("step: the program takes " + std::to_string(plan_->num_extra_inputs) +
-                           " extra inputs, " + std::to_string(inputs.extra_inputs.size()) +
-                           " given");
-  // Region operands are checked before anything runs, so a bad one leaves the pool as is.
-  for (const PlannedStep& s : plan_->steps) {
-    if (s.op != OpKind::Attention || s.extra_inputs.empty()) continue;
-    std::vector<RegionOperandView> views;
-    for (int32_t e : s.extra_inputs) views.push_back(inputs.extra_inputs[e]);
-    for (const RegionProgram* p : {s.attention.variant.mask, s.attention.variant.score})
-      if (p) INGOT_RETURN_IF_ERROR(p->checkOperands(views.data(), views.size()));
-  }
+  INGOT_RETURN_IF_ERROR(checkExtraInputs(*plan_, inputs));
   num_tokens_ = inputs.numTokens();
   for (size_t i = 0; i < slots_.size(); ++i) {
     const size_t need = static_cast<size_t>(num_tokens_ * plan_->slot_widths[i]);

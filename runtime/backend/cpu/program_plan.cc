@@ -507,4 +507,19 @@ StatusOr<int32_t> selectProgram(const Artifact& artifact, int32_t program, int32
                          "tp_rank " + std::to_string(tp_rank));
 }
 
+Status checkExtraInputs(const ProgramPlan& plan, const StepInputs& inputs) {
+  if (static_cast<int32_t>(inputs.extra_inputs.size()) < plan.num_extra_inputs)
+    return invalidArgument("step: the program takes " + std::to_string(plan.num_extra_inputs) +
+                           " extra inputs, " + std::to_string(inputs.extra_inputs.size()) +
+                           " given");
+  for (const PlannedStep& s : plan.steps) {
+    if (s.op != schema::OpKind::Attention || s.extra_inputs.empty()) continue;
+    std::vector<RegionOperandView> views;
+    for (int32_t e : s.extra_inputs) views.push_back(inputs.extra_inputs[e]);
+    for (const RegionProgram* p : {s.attention.variant.mask, s.attention.variant.score})
+      if (p) INGOT_RETURN_IF_ERROR(p->checkOperands(views.data(), views.size()));
+  }
+  return okStatus();
+}
+
 }  // namespace ingot

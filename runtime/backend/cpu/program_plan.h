@@ -11,6 +11,7 @@
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/weight_store.h"
 #include "runtime/backend/kv_dtype.h"
+#include "runtime/backend/step_inputs.h"
 #include "runtime/base/status.h"
 
 namespace ingot {
@@ -92,6 +93,11 @@ struct ProgramPlan {
 /// read) and lowers it. Errors name the step; quantized embeddings or output heads,
 /// quantization schemes the kernels lack, KV caches neither f32 nor fp8 and unknown ops are "not
 /// supported (yet)".
+/// Checks a step's extra inputs against the plan before anything runs, so a bad one leaves
+/// the KV pool as it was: there are at least plan.num_extra_inputs of them, and each
+/// attention variant's mask and score regions accept the operands they read.
+Status checkExtraInputs(const ProgramPlan& plan, const StepInputs& inputs);
+
 /// Whether `program`'s extra inputs (`num_extra` of them) are the speculative tree pair the
 /// compiler emits: i32 tree_start [R] and i32 tree_bits [R, nodes, words] (buffers 8, 9).
 bool programTakesTreeInputs(const schema::ProgramDef& program, int32_t num_extra);

@@ -245,7 +245,6 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
       KernelModules::load(cu, artifact, s.gpu, options.kernels);
   if (!modules.ok()) return modules.status().withPrefix("cuda backend");
   s.modules = std::move(modules).value();
-  s.kernel_report = s.modules->report();
   s.steps.resize(s.plan->steps.size());
   INGOT_RETURN_IF_ERROR(resolveKernels(s, *program).withPrefix("cuda backend"));
   StatusOr<std::unique_ptr<CublasLt>> blas = CublasLt::load();
@@ -333,17 +332,8 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
   INGOT_RETURN_IF_ERROR(s.makeCurrent());
   INGOT_RETURN_IF_ERROR(in.validate(s.shape, s.num_kv_blocks));
   const bool defaultTrees = s.tree_inputs && in.extra_inputs.empty();
-  if (!defaultTrees && static_cast<int32_t>(in.extra_inputs.size()) < s.plan->num_extra_inputs)
-    return invalidArgument("step: the program takes " + std::to_string(s.plan->num_extra_inputs) +
-                           " extra inputs, " + std::to_string(in.extra_inputs.size()) + " given");
-  if (!defaultTrees)
-    for (const PlannedStep& p : s.plan->steps) {
-      if (p.op != OpKind::Attention || p.extra_inputs.empty()) continue;
-      std::vector<RegionOperandView> views;
-      for (int32_t e : p.extra_inputs) views.push_back(in.extra_inputs[e]);
-      for (const RegionProgram* r : {p.attention.variant.mask, p.attention.variant.score})
-        if (r) INGOT_RETURN_IF_ERROR(r->checkOperands(views.data(), views.size()));
-    }
+  // (The no-tree default is built on the GPU from the packed inputs and needs no check.)
+  if (!defaultTrees) INGOT_RETURN_IF_ERROR(checkExtraInputs(*s.plan, in));
   const int64_t V = s.shape.vocab_size;
   const size_t L = in.logit_rows.size();
   if (sample) tokens->assign(L, 0);
@@ -505,13 +495,13 @@ uint64_t CudaBackend::matrixBytes() const { return s_->plan->matrix_bytes; }
 int32_t CudaBackend::lastGraphBucket() const { return s_->last_bucket; }
 int CudaBackend::tpWorldSize() const { return s_->world; }
 bool CudaBackend::stepStarted() const { return s_->step_started; }
-const KernelLoadReport& CudaBackend::kernelReport() const { return s_->kernel_report; }
+const KernelLoadReport& CudaBackend::kernelReport() const { return s_->modules->report(); }
 double CudaBackend::uploadSeconds() const { return s_->upload_seconds; }
 uint64_t CudaBackend::uploadBytes() const { return s_->upload_bytes; }
 
 std::string CudaBackend::describe() const {
   const CudaBackendState& s = *s_;
-  const KernelLoadReport& k = s.kernel_report;
+  const KernelLoadReport& k = s.modules->report();
   return s.gpu.name + " (sm_" + std::to_string(s.gpu.major) + std::to_string(s.gpu.minor) + ", " +
          std::to_string(s.sms) + " SMs), weights " + gib(s.weight_device_bytes) + " on the GPU (" +
          std::to_string(s.upload_seconds).substr(0, 5) + " s), KV " + std::to_string(s.num_kv_blocks) +

@@ -174,7 +174,6 @@ struct CudaBackendState {
   /// Graph keys whose first (eager) step has run: the next one is captured.
   std::set<int32_t> warmed;
   int32_t last_bucket = 0;
-  KernelLoadReport kernel_report;
 
   /// Makes the backend's context current on the calling thread.
   Status makeCurrent();
