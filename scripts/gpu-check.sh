@@ -64,6 +64,11 @@ printf '%-72s %s\n' "test" "result"
 sed -n -e 's/^\[       OK \] \([^ ]*\) .*/\1 passed/p' -e 's/^\[  FAILED  \] \([^ ]*\) (.*/\1 FAILED/p' \
   -e 's/^\[  SKIPPED \] \([^ ]*\) (.*/\1 SKIPPED/p' "$LOG" \
   | while read -r name result; do printf '%-72s %s\n' "$name" "$result"; done
+# NCCL calls captured in CUDA graphs (ingot_nccl_gpu_tests, nccl_graph_test.cc, one rank):
+# a step's host cost with each call enqueued vs one graph replay, each with its bounded wait.
+echo "== NCCL in CUDA graphs, one rank (ingot_nccl_gpu_tests)"
+grep -E '^\[ gpu \] one-rank gather' "$LOG" \
+  || { echo "error: ingot_nccl_gpu_tests printed no graph figures"; status=1; }
 rm -f "$LOG"
 if [ "${INGOT_GPU_CHECK_BENCH:-1}" != 0 ]; then
   echo "== benchmarks (each Ingot figure beside its reference, same GPU, same run)"

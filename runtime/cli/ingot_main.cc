@@ -36,7 +36,9 @@ void addTensorParallelLaunchFlags(CLI::App* app, ingot::TensorParallelLaunch& la
                   "here, the others as worker processes it starts)")
       ->check(CLI::IsMember({"threads", "processes"}))
       ->capture_default_str();
-  app->add_option("--nnodes", launch.nnodes, "Hosts in the group (more than 1 needs CUDA ranks)")
+  app->add_option("--nnodes", launch.nnodes,
+                  "Hosts in the group (--tp-mode processes): every host runs the same command "
+                  "with its --node-rank; node 0 serves, the others run only their ranks")
       ->check(CLI::PositiveNumber);
   app->add_option("--node-rank", launch.node_rank, "This host's index in [0, --nnodes)")
       ->check(CLI::NonNegativeNumber);
@@ -142,7 +144,8 @@ int main(int argc, char** argv) {
   std::string compile_kv_dtype = "f32";
   compile->add_option("--kv-dtype", compile_kv_dtype,
                       "KV cache element type the artifact declares: f32 or fp8 (E4M3, one "
-                      "scale per block and kv head); serve/run --kv-dtype override it")
+                      "scale per block and kv head); serve/run --kv-dtype override it on the "
+                      "CPU, while CUDA kernels are made for the declared type")
       ->check(CLI::IsMember({"f32", "fp8"}));
   compile->add_option("-o,--output", compile_output, "Output artifact path");
   compile->add_flag("--emit-mlir", emit_mlir, "Print the module after the pass pipeline");
@@ -346,6 +349,7 @@ int main(int argc, char** argv) {
   tp_worker->add_option("--kv-dtype", worker_kv_dtype);
   tp_worker->add_option("--timeout-ms", worker_timeout_ms)->check(CLI::PositiveNumber);
   tp_worker->add_option("--chunk-floats", worker_options.chunk_floats)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--nnodes", worker_options.nnodes)->check(CLI::PositiveNumber);
   tp_worker->add_option("--device", worker_device, "cpu, or cuda:N: this rank's GPU");
   tp_worker->add_option("--gpu-memory-utilization", worker_options.gpu_memory_utilization);
   tp_worker->add_option("--max-model-len", worker_options.max_model_len)->check(CLI::NonNegativeNumber);
@@ -368,6 +372,26 @@ int main(int argc, char** argv) {
     }
     return ingot::runTpWorkerCommand(worker_options, worker_master, std::cerr);
   }
+  // A worker node of a multi-host group runs only its ranks: no engine, no server.
+  using ingot::isWorkerNode;
+  using ingot::runWorkerNodeCommand;
+  if (*serve && isWorkerNode(serve_options.device.tp_launch))
+    return runWorkerNodeCommand("serve", serve_options.device.tp_launch,
+                                serve_options.device.device, serve_options.artifact,
+                                serve_options.threads, serve_options.tp, std::cerr);
+  const ingot::RunOptions* generation = *run ? &run_options : *chat ? &chat_options : nullptr;
+  if (generation && isWorkerNode(generation->device.tp_launch))
+    return runWorkerNodeCommand(*run ? "run" : "chat", generation->device.tp_launch,
+                                generation->device.device, generation->artifact,
+                                generation->num_threads, generation->tp, std::cerr);
+  if (*bench && isWorkerNode(bench_options.device.tp_launch))
+    return runWorkerNodeCommand("bench", bench_options.device.tp_launch,
+                                bench_options.device.device, bench_options.artifact,
+                                bench_options.bench.num_threads, bench_options.tp, std::cerr);
+  if (*ppl && isWorkerNode(ppl_options.device.tp_launch))
+    return runWorkerNodeCommand("eval ppl", ppl_options.device.tp_launch,
+                                ppl_options.device.device, ppl_options.artifact,
+                                ppl_options.num_threads, ppl_options.tp, std::cerr);
   if (*serve) {
     return ingot::runServe(serve_options, std::cerr);
   }

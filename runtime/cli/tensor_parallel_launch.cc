@@ -7,8 +7,10 @@
 
 #include <iostream>
 
+#include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/rank_backend.h"
+#include "runtime/backend/tp/worker_node.h"
 #include "runtime/engine/engine.h"
 
 namespace ingot {
@@ -25,15 +27,27 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
   if (launch.master_port < 0 || launch.master_port > 65535)
     return invalidArgument("--master-port must be in [0, 65535], got " +
                            std::to_string(launch.master_port));
-  if (launch.nnodes > 1)
-    return unimplemented("--nnodes " + std::to_string(launch.nnodes) +
-                         ": tensor parallelism over several hosts is not built yet; CPU ranks "
-                         "share memory on one host and CUDA ranks use the GPUs of one host "
-                         "(docs/tensor-parallel.md)");
   in_addr numeric{};
   if (!launch.master_addr.empty() && ::inet_pton(AF_INET, launch.master_addr.c_str(), &numeric) != 1)
-    return invalidArgument("--master-addr must be a numeric IPv4 address of this host (e.g. "
-                           "127.0.0.1), got '" + launch.master_addr + "'");
+    return invalidArgument("--master-addr must be a numeric IPv4 address of node 0 (e.g. "
+                           "127.0.0.1, 10.0.0.1), got '" + launch.master_addr + "'");
+  if (launch.nnodes > 1) {
+    const std::string nodes = "--nnodes " + std::to_string(launch.nnodes);
+    if (launch.mode != "processes")
+      return invalidArgument(nodes + " needs --tp-mode processes (every node runs its ranks as "
+                             "processes)");
+    if (launch.master_addr.empty())
+      return invalidArgument(
+          (launch.node_rank > 0 ? "--node-rank " + std::to_string(launch.node_rank) : nodes) +
+          " needs --master-addr: node 0's address, which every node reaches (node 0 serves the "
+          "group's store and step channels there)");
+    if (launch.master_addr == "0.0.0.0")
+      return invalidArgument(nodes + ": --master-addr 0.0.0.0 is not an address the other nodes "
+                             "can reach; give node 0's address on the cluster's network");
+    if (launch.master_port == 0)
+      return invalidArgument(nodes + " needs a fixed --master-port (the other nodes must know it; "
+                             "e.g. 29500)");
+  }
   const bool master_given = !launch.master_addr.empty() || launch.master_port != 0;
   if (master_given && launch.mode != "processes")
     return invalidArgument("--master-addr / --master-port need --tp-mode processes (the "
@@ -65,6 +79,16 @@ BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first
     o.cpu.kv_dtype = request.kv_dtype;
     if (!launch.master_addr.empty()) o.master_addr = launch.master_addr;
     o.master_port = static_cast<uint16_t>(launch.master_port);
+    o.nnodes = launch.nnodes;
+    if (launch.nnodes > 1 && tensorParallelWorldSize(artifact) % launch.nnodes == 0) {
+      const int local = tensorParallelWorldSize(artifact) / launch.nnodes;
+      std::cerr << "ingot: node 0 of " << launch.nnodes << ": rank 0 (engine and server)"
+                << (local == 2   ? std::string(" and rank 1")
+                    : local > 2 ? " and ranks 1.." + std::to_string(local - 1)
+                                : std::string())
+                << " here; waiting up to 30 s for the other nodes' ranks at " << o.master_addr
+                << ":" << o.master_port << "\n";
+    }
     StatusOr<std::unique_ptr<MultiProcessTpBackend>> b = MultiProcessTpBackend::create(artifact, o);
     if (!b.ok()) return b.status();
     if (first_gpu >= 0)
@@ -89,6 +113,56 @@ int runTpWorkerCommand(TpWorkerOptions options, const std::string& master, std::
   if (s.ok()) return 0;
   err << "ingot tp-worker: error: " << s.message() << "\n";
   return 1;
+}
+
+bool isWorkerNode(const TensorParallelLaunch& launch) {
+  return launch.nnodes > 1 && launch.node_rank > 0;
+}
+
+int runWorkerNodeCommand(const std::string& command, const TensorParallelLaunch& launch,
+                         const std::string& device, const std::string& artifact, int num_threads,
+                         int tp, std::ostream& err) {
+  auto fail = [&](const Status& s) {
+    err << "ingot " << command << ": error: " << s.message() << "\n";
+    return 1;
+  };
+  Status flags = checkTensorParallelLaunch(launch, device);
+  if (!flags.ok()) return fail(flags);
+  WorkerNodeOptions o;
+  o.artifact = artifact;
+  o.nnodes = launch.nnodes;
+  o.node_rank = launch.node_rank;
+  o.master_addr = launch.master_addr;
+  o.master_port = static_cast<uint16_t>(launch.master_port);
+  o.num_threads = num_threads;
+  if (device != "cpu") {
+    const std::string prefix = "cuda:";
+    long gpu = 0;
+    if (device != "cuda") {
+      char* end = nullptr;
+      const char* number = device.c_str() + prefix.size();
+      if (device.compare(0, prefix.size(), prefix) == 0 && *number != '\0')
+        gpu = std::strtol(number, &end, 10);
+      if (!end || *end != '\0' || gpu < 0)
+        return fail(invalidArgument("--device: expected cpu, cuda or cuda:N, got '" + device +
+                                    "'"));
+    }
+    o.first_gpu = static_cast<int32_t>(gpu);
+  }
+  StatusOr<Artifact> opened = Artifact::open(artifact);
+  if (!opened.ok()) return fail(opened.status());
+  o.world_size = tensorParallelWorldSize(*opened);
+  if (o.world_size < 2)
+    return fail(invalidArgument(artifact + " is not sharded (tensor-parallel world size " +
+                                std::to_string(o.world_size) + "): --nnodes needs an artifact from "
+                                "`ingot compile --tp N`, N >= 2"));
+  if (tp > 0 && tp != o.world_size)
+    return fail(invalidArgument("--tp " + std::to_string(tp) + ": " + artifact +
+                                " was compiled for " + std::to_string(o.world_size) +
+                                " tensor-parallel ranks"));
+  StatusOr<int> code = runWorkerNode(o, err);
+  if (!code.ok()) return fail(code.status());
+  return *code;
 }
 
 }  // namespace ingot

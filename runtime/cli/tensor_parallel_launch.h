@@ -15,20 +15,37 @@ struct TensorParallelLaunch {
   /// "threads": the ranks run on threads of this process (TpCpuBackend, the default);
   /// "processes": rank 0 here, ranks 1..N-1 as `ingot tp-worker` processes it starts.
   std::string mode = "threads";
-  /// --nnodes / --node-rank: hosts taking part and this host's index. More than one host
-  /// is not built yet: an error for now.
+  /// --nnodes / --node-rank: hosts taking part and this host's index. Every host runs the
+  /// same command with its own --node-rank: node 0 runs rank 0 (the engine, the server) and
+  /// its local workers, node k > 0 only its local workers (isWorkerNode()).
   int nnodes = 1;
   int node_rank = 0;
   /// --master-addr / --master-port: where rank 0 serves the group's store (numeric IPv4;
-  /// default 127.0.0.1 and a free port). Processes mode only.
+  /// default 127.0.0.1 and a free port). Processes mode only. Several hosts: node 0's
+  /// address that every host reaches, and a fixed port.
   std::string master_addr;
   int master_port = 0;
 };
 
 /// Checks `launch` against the device: mode threads or processes; nnodes >= 1 and
-/// node_rank in [0, nnodes); multi-node refused (not built yet); the master flags only
-/// with processes; processes on CUDA only in a build with CUDA ranks (cudaRanksBuilt()).
+/// node_rank in [0, nnodes); the master flags only with processes; several hosts only with
+/// processes, --master-addr (not 0.0.0.0) and a fixed --master-port; processes on CUDA only
+/// in a build with CUDA ranks (cudaRanksBuilt()). Whether nnodes divides the world size is
+/// checked once the artifact is open.
 Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::string& device);
+
+/// Whether this host is a worker node of a multi-host group (nnodes > 1, node_rank > 0):
+/// it runs runWorkerNodeCommand() instead of the command's engine and server.
+bool isWorkerNode(const TensorParallelLaunch& launch);
+
+/// A runtime command (serve, run, chat, bench, eval ppl) on a worker node: checks the
+/// flags, opens `artifact` for its world size (`tp` > 0 must match it), and runs this
+/// node's ranks (runWorkerNode) with `num_threads` threads in all and, for --device
+/// cuda[:F], local rank i on GPU F + i. Returns the exit code; errors go to `err` as
+/// "ingot <command>: error: ...".
+int runWorkerNodeCommand(const std::string& command, const TensorParallelLaunch& launch,
+                         const std::string& device,
+                         const std::string& artifact, int num_threads, int tp, std::ostream& err);
 
 /// The factory for mode processes: MultiProcessTpBackend over the artifact's file, its
 /// workers this binary (`ingot tp-worker`). first_gpu < 0: CPU ranks, and a request without

@@ -33,10 +33,6 @@ TEST(TensorParallelLaunch, RefusesEachBadFlagByName) {
   l.mode = "fibers";
   EXPECT_NE(refusal(l).find("--tp-mode"), std::string::npos);
   l = processes();
-  l.nnodes = 2;
-  l.node_rank = 1;
-  EXPECT_NE(refusal(l).find("--nnodes 2"), std::string::npos) << refusal(l);
-  l = processes();
   l.node_rank = 1;
   EXPECT_NE(refusal(l).find("--node-rank"), std::string::npos);
   l = processes();
@@ -56,6 +52,45 @@ TEST(TensorParallelLaunch, RefusesEachBadFlagByName) {
     EXPECT_EQ(refusal(processes(), "cuda:1"), "ok");
   else
     EXPECT_NE(refusal(processes(), "cuda:1").find("NCCL"), std::string::npos);
+}
+
+TensorParallelLaunch twoNodes(int node_rank) {
+  TensorParallelLaunch l = processes();
+  l.nnodes = 2;
+  l.node_rank = node_rank;
+  l.master_addr = "10.0.0.1";
+  l.master_port = 29500;
+  return l;
+}
+
+TEST(TensorParallelLaunch, AcceptsSeveralNodesWithAMasterAddressAndPort) {
+  EXPECT_EQ(refusal(twoNodes(0)), "ok");
+  EXPECT_EQ(refusal(twoNodes(1)), "ok");
+  EXPECT_FALSE(isWorkerNode(twoNodes(0)));
+  EXPECT_TRUE(isWorkerNode(twoNodes(1)));
+  EXPECT_FALSE(isWorkerNode(processes()));
+}
+
+TEST(TensorParallelLaunch, RefusesEachBadMultiNodeFlagByName) {
+  TensorParallelLaunch l = twoNodes(1);
+  l.master_addr.clear();
+  EXPECT_NE(refusal(l).find("--node-rank 1 needs --master-addr"), std::string::npos) << refusal(l);
+  l = twoNodes(0);
+  l.master_addr.clear();
+  EXPECT_NE(refusal(l).find("--nnodes 2 needs --master-addr"), std::string::npos) << refusal(l);
+  l = twoNodes(1);
+  l.master_port = 0;
+  EXPECT_NE(refusal(l).find("--nnodes 2 needs a fixed --master-port"), std::string::npos) << refusal(l);
+  l = twoNodes(0);
+  l.master_addr = "0.0.0.0";
+  EXPECT_NE(refusal(l).find("0.0.0.0 is not an address"), std::string::npos) << refusal(l);
+  l = twoNodes(1);
+  l.mode = "threads";
+  EXPECT_NE(refusal(l).find("--nnodes 2 needs --tp-mode processes"), std::string::npos) << refusal(l);
+  l = twoNodes(2);
+  EXPECT_NE(refusal(l).find("--node-rank must be in [0, 2)"), std::string::npos) << refusal(l);
+  l = twoNodes(-1);
+  EXPECT_NE(refusal(l).find("--node-rank must be in [0, 2)"), std::string::npos) << refusal(l);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -15,9 +16,10 @@ using Clock = std::chrono::steady_clock;
 /// all-reduce completes in tens of microseconds, and sleeping would add a scheduler tick.
 constexpr std::chrono::microseconds kSpinFor(200);
 /// Then it sleeps between polls, doubling from the first value up to the cap, which bounds
-/// how late a completed long collective (a prefill's) is noticed.
+/// how late a completed step or long collective is noticed: a decode step of a few ms would
+/// lose a tenth of its time to a 1 ms cap (0.5 ms late on average).
 constexpr std::chrono::microseconds kFirstSleep(20);
-constexpr std::chrono::microseconds kMaxSleep(1000);
+constexpr std::chrono::microseconds kMaxSleep(100);
 
 ncclDataType_t ncclType(CollectiveDtype dtype) {
   return dtype == CollectiveDtype::kBf16 ? ncclBfloat16 : ncclFloat32;
@@ -160,6 +162,8 @@ NcclCommunicator::~NcclCommunicator() {
     }
     abortCommLocked();  // whatever is left: a broken group, or a finalize that failed
   }
+  // The owner destroyed its graphs before this (CudaBackend goes first), so the abort ends.
+  if (aborter_.joinable()) aborter_.join();
   if (stream_) nccl_->streamDestroy(stream_);
   if (scratch_) cuda_.memFree(scratch_);
   if (contextRetained_) cuda_.primaryCtxRelease(device_);
@@ -167,8 +171,24 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::abortCommLocked() {
   if (!comm_) return;
-  nccl_->commAbort(comm_);  // blocking even on a nonblocking communicator
+  ncclComm_t comm = comm_;
   comm_ = nullptr;
+  // ncclCommAbort raises the device abort flag first (kernels waiting on peers exit), then
+  // (NCCL 2.26+) blocks until every CUDA graph that captured this communicator is destroyed.
+  // Those graphs are the caller's (a CudaBackend drops them when its step fails), and the
+  // caller may be the thread that must drop them: so the abort runs on a thread of its own,
+  // never under mu_, and the destructor joins it.
+  std::shared_ptr<const NcclLibrary> nccl = nccl_;
+  CudaDriver* cuda = &cuda_;
+  CUcontext context = context_;
+  try {
+    aborter_ = std::thread([nccl, cuda, context, comm] {
+      if (context) (void)cuda->ctxSetCurrent(context);
+      nccl->commAbort(comm);  // blocking even on a nonblocking communicator
+    });
+  } catch (const std::system_error&) {
+    nccl_->commAbort(comm);  // no thread to be had: here, as the last resort
+  }
 }
 
 Status NcclCommunicator::breakGroup(Status error) {
@@ -221,56 +241,113 @@ Status NcclCommunicator::waitAsync(const std::string& what, Clock::time_point de
   return okStatus();
 }
 
-template <typename Enqueue>
-Status NcclCommunicator::run(const std::string& what, Enqueue enqueue) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!error_.ok()) return error_;
-    inFlight_ = true;
-  }
-  const auto deadline = Clock::now() + options_.timeout;
-  auto execute = [&]() -> Status {
-    INGOT_RETURN_IF_ERROR(cuda_.check("cuCtxSetCurrent", cuda_.ctxSetCurrent(context_)));
-    ncclResult_t r = enqueue();
-    if (r == ncclInProgress) {
-      INGOT_RETURN_IF_ERROR(waitAsync(what + " (enqueue)", deadline));
-    } else if (r != ncclSuccess) {
-      return internalError(what + ": " + nccl_->describe("enqueue", r, comm_));
-    }
-    bool finished = false;
-    INGOT_RETURN_IF_ERROR(pollUntil(deadline, finished, [&](bool& done) {
-      if (broken_.load()) return groupStatus();
-      CUresult q = nccl_->streamQuery(stream_);
-      if (q == CUDA_SUCCESS) { done = true; return okStatus(); }
-      if (q != CUDA_ERROR_NOT_READY)
-        return internalError(what + ": " + nccl_->describeCuda("cuStreamQuery", q));
-      // A peer that died shows up here (ncclRemoteError, ncclSystemError) long before
-      // the deadline.
-      ncclResult_t state = ncclSuccess;
-      nccl_->commGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress)
-        return internalError(what + ": " + nccl_->describe("NCCL", state, comm_) +
-                             "; the group is aborted");
-      return okStatus();
-    }));
-    if (!finished)
-      return failedPrecondition(what + ": did not complete within " +
-                                std::to_string(options_.timeout.count()) +
-                                " ms (a rank died, hangs, or called a different collective); "
-                                "the group is aborted");
-    return okStatus();
-  };
-  Status s = execute();
+Status NcclCommunicator::beginCall() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.ok()) return error_;
+  inFlight_ = true;
+  return okStatus();
+}
+
+Status NcclCommunicator::endCall(Status result) {
   std::lock_guard<std::mutex> lock(mu_);
   inFlight_ = false;
-  if (!s.ok() && error_.ok()) error_ = s;
+  if (!result.ok() && error_.ok()) error_ = std::move(result);
   if (!error_.ok()) {
-    // Failed here, or abort() came from another thread while this collective ran.
+    // Failed here, or abort() came from another thread while this call ran.
     broken_.store(true);
     abortCommLocked();
     return error_;
   }
   return okStatus();
+}
+
+template <typename Enqueue>
+Status NcclCommunicator::enqueueLocked(const std::string& what, Enqueue enqueue,
+                                       Clock::time_point deadline) {
+  INGOT_RETURN_IF_ERROR(cuda_.check("cuCtxSetCurrent", cuda_.ctxSetCurrent(context_)));
+  ncclResult_t r = enqueue();
+  if (r == ncclInProgress) return waitAsync(what + " (enqueue)", deadline);
+  if (r != ncclSuccess) return internalError(what + ": " + nccl_->describe("enqueue", r, comm_));
+  return okStatus();
+}
+
+Status NcclCommunicator::drain(const std::string& what, CUstream stream,
+                               Clock::time_point deadline) {
+  bool finished = false;
+  INGOT_RETURN_IF_ERROR(pollUntil(deadline, finished, [&](bool& done) {
+    if (broken_.load()) return groupStatus();
+    CUresult q = nccl_->streamQuery(stream);
+    if (q == CUDA_SUCCESS) { done = true; return okStatus(); }
+    if (q != CUDA_ERROR_NOT_READY)
+      return internalError(what + ": " + nccl_->describeCuda("cuStreamQuery", q));
+    // A peer that died shows up here (ncclRemoteError, ncclSystemError) long before
+    // the deadline.
+    ncclResult_t state = ncclSuccess;
+    nccl_->commGetAsyncError(comm_, &state);
+    if (state != ncclSuccess && state != ncclInProgress)
+      return internalError(what + ": " + nccl_->describe("NCCL", state, comm_) +
+                           "; the group is aborted");
+    return okStatus();
+  }));
+  if (!finished)
+    return failedPrecondition(what + ": did not complete within " +
+                              std::to_string(options_.timeout.count()) +
+                              " ms (a rank died, hangs, or called a different collective); "
+                              "the group is aborted");
+  return okStatus();
+}
+
+template <typename Enqueue>
+Status NcclCommunicator::run(const std::string& what, Enqueue enqueue) {
+  INGOT_RETURN_IF_ERROR(beginCall());
+  const auto deadline = Clock::now() + options_.timeout;
+  Status s = enqueueLocked(what, enqueue, deadline);
+  if (s.ok()) s = drain(what, stream_, deadline);
+  return endCall(std::move(s));
+}
+
+template <typename Enqueue>
+Status NcclCommunicator::enqueueOnly(const std::string& what, Enqueue enqueue) {
+  INGOT_RETURN_IF_ERROR(beginCall());
+  return endCall(enqueueLocked(what, enqueue, Clock::now() + options_.timeout));
+}
+
+Status NcclCommunicator::enqueueAllReduceSum(CUdeviceptr data, int64_t n, CUstream stream) {
+  const std::string what = label("all_reduce", n, CollectiveDtype::kF32) + " (stream-ordered)";
+  if (n < 0 || (n > 0 && !data))
+    return invalidArgument(what + ": bad buffer (" + std::to_string(n) + " elements)");
+  if (n == 0) return okStatus();
+  void* p = reinterpret_cast<void*>(data);
+  return enqueueOnly(what, [&] {
+    return nccl_->allReduce(p, p, static_cast<size_t>(n), ncclFloat32, ncclSum, comm_, stream);
+  });
+}
+
+Status NcclCommunicator::enqueueAllGather(CUdeviceptr in, int64_t n_per_rank, CUdeviceptr out,
+                                          CUstream stream) {
+  const std::string what =
+      label("all_gather", n_per_rank, CollectiveDtype::kF32) + " (stream-ordered)";
+  if (n_per_rank < 0 || (n_per_rank > 0 && (!in || !out)))
+    return invalidArgument(what + ": bad buffers (" + std::to_string(n_per_rank) +
+                           " elements per rank)");
+  const size_t inBytes = static_cast<size_t>(n_per_rank) * sizeof(float);
+  const size_t outBytes = inBytes * static_cast<size_t>(options_.world_size);
+  if (n_per_rank > 0 && in < out + outBytes && out < in + inBytes)
+    return invalidArgument(what + ": input overlaps the output");
+  if (n_per_rank == 0) return okStatus();
+  return enqueueOnly(what, [&] {
+    return nccl_->allGather(reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out),
+                            static_cast<size_t>(n_per_rank), ncclFloat32, comm_, stream);
+  });
+}
+
+Status NcclCommunicator::waitStream(CUstream stream, const std::string& what) {
+  const std::string who = what + " on nccl rank " + std::to_string(options_.rank) + " of " +
+                          std::to_string(options_.world_size) + " (device " +
+                          std::to_string(options_.device) + ")";
+  if (!stream) return invalidArgument(who + ": no stream");
+  INGOT_RETURN_IF_ERROR(beginCall());
+  return endCall(drain(who, stream, Clock::now() + options_.timeout));
 }
 
 Status NcclCommunicator::allReduceSum(CollectiveDtype dtype, const void* in, void* out,

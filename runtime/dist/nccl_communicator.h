@@ -7,10 +7,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "runtime/dist/communicator.h"
 #include "runtime/dist/nccl_library.h"
+#include "runtime/dist/stream_collectives.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -39,11 +41,17 @@ struct NcclGroupOptions {
 /// pointers of the Communicator calls are device pointers on this rank's device (f32); the
 /// dtype-taking overloads also do bf16. Every collective runs on the communicator's own
 /// stream and the call returns when it completed (the lock-step contract of Communicator).
+/// The StreamCollectives calls instead enqueue on the caller's stream and return at once
+/// (capturable into CUDA graphs); waitStream() is then the one bounded wait of a step.
 ///
-/// Failure model, as Communicator's: each collective waits at most `timeout`; when it has
-/// not completed by then, or NCCL reports an asynchronous error (a peer died, the network
-/// failed), the communicator is aborted (ncclCommAbort, so no kernel keeps spinning on a
-/// dead peer) and this and every later call fail with an error naming the collective.
+/// Failure model, as Communicator's: each host-call collective, and each waitStream() (a
+/// whole step of stream-ordered work), waits at most `timeout`; when it has not completed by
+/// then, or NCCL reports an asynchronous error (a peer died, the network failed), the
+/// communicator is aborted (ncclCommAbort, so no kernel keeps spinning on a dead peer) and
+/// this and every later call fail with an error naming the collective or the step.
+/// The abort runs on a thread of its own: NCCL 2.26+ finishes it only once every CUDA graph
+/// that captured this communicator is destroyed, so a graph owner must drop its graphs when
+/// the group breaks (CudaBackend does) and be destroyed before the communicator.
 /// NCCL cannot say which peer is missing; the other ranks see their own timeout or
 /// NCCL's remote error. The communicator is created nonblocking (config.blocking = 0) so
 /// that an init waiting for a rank that never comes can be abandoned too.
@@ -51,7 +59,7 @@ struct NcclGroupOptions {
 /// Sums use NCCL's reduction order (ring or tree), not SharedMemoryGroup's rank order: with
 /// 1 or 2 ranks the results are the same bits; with more, f32 sums may differ in the last
 /// bits between the two implementations (each is deterministic for a fixed topology).
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public Communicator, public StreamCollectives {
  public:
   /// Forms the group: rank 0 makes the NCCL unique id and publishes it through `store`
   /// under "<group_name>/nccl_unique_id"; the others wait for it there; then every rank
@@ -75,7 +83,8 @@ class NcclCommunicator final : public Communicator {
   /// An all-reduce of one value: NCCL has no barrier of its own.
   Status barrier() override;
   /// Breaks the group with `error` and aborts the NCCL communicator (from any thread: a
-  /// collective in flight on another thread fails at its next poll, within a millisecond).
+  /// collective or waitStream() in flight on another thread fails at its next poll, within
+  /// 0.1 ms, and that thread starts the abort; else the abort starts here). Returns at once.
   void abort(const Status& error) override;
   Status groupStatus() const override;
 
@@ -83,6 +92,17 @@ class NcclCommunicator final : public Communicator {
   Status allReduceSum(CollectiveDtype dtype, const void* in, void* out, int64_t n);
   /// out = the ranks' `in` (n_per_rank elements each) concatenated in rank order.
   Status allGather(CollectiveDtype dtype, const void* in, int64_t n_per_rank, void* out);
+
+  /// StreamCollectives: f32 on the caller's `stream` (on this rank's device), no host wait.
+  Status enqueueAllReduceSum(CUdeviceptr data, int64_t n, CUstream stream) override;
+  Status enqueueAllGather(CUdeviceptr in, int64_t n_per_rank, CUdeviceptr out,
+                          CUstream stream) override;
+  /// Polls `stream` (cuStreamQuery) and ncclCommGetAsyncError until the stream drains, the
+  /// timeout passes or abort() comes from another thread; the last two break the group.
+  Status waitStream(CUstream stream, const std::string& what) override;
+  /// NCCL 2.26 or newer: its abort waits for the capturing graphs' destruction instead of
+  /// freeing what they still point at (see the failure model above).
+  bool capturable() const override { return nccl_->version() >= 22600; }
 
   /// The stream the collectives run on (for ordering the caller's work after them).
   CUstream stream() const { return stream_; }
@@ -95,9 +115,25 @@ class NcclCommunicator final : public Communicator {
   Status init(TcpStoreClient& store);
   /// "all_reduce of 1024 bf16 on rank 1 of 2 (device 1)".
   std::string label(const std::string& op, int64_t n, CollectiveDtype dtype) const;
-  /// Enqueues one collective with `enqueue` and waits for it (see the class comment).
+  /// Enqueues one collective with `enqueue` on the communicator's stream and waits for it.
   template <typename Enqueue>
   Status run(const std::string& what, Enqueue enqueue);
+  /// Enqueues one collective with `enqueue` and returns once NCCL accepted it (a
+  /// nonblocking communicator may answer ncclInProgress first: polled to the deadline).
+  template <typename Enqueue>
+  Status enqueueOnly(const std::string& what, Enqueue enqueue);
+  /// Marks a call in flight (abort() from another thread then leaves comm_ to it), or
+  /// returns the group's error. endCall() clears it and breaks the group on `result`'s or
+  /// a concurrent abort()'s error.
+  Status beginCall();
+  Status endCall(Status result);
+  /// Enqueue part of run(): the call, then the ncclInProgress wait.
+  template <typename Enqueue>
+  Status enqueueLocked(const std::string& what, Enqueue enqueue,
+                       std::chrono::steady_clock::time_point deadline);
+  /// Waits for `stream` to drain, watching the group's async error, until the deadline.
+  Status drain(const std::string& what, CUstream stream,
+               std::chrono::steady_clock::time_point deadline);
   /// Waits until `comm_`'s asynchronous state leaves ncclInProgress (init or a nonblocking
   /// enqueue), the deadline passes, or the group is aborted from another thread.
   Status waitAsync(const std::string& what, std::chrono::steady_clock::time_point deadline);
@@ -119,6 +155,7 @@ class NcclCommunicator final : public Communicator {
   Status error_;
   bool inFlight_ = false;  // a collective is polling comm_; abort() leaves comm_ to it
   std::atomic<bool> broken_{false};
+  std::thread aborter_;  // runs the one ncclCommAbort (see abortCommLocked)
 };
 
 }  // namespace ingot

@@ -1,5 +1,7 @@
 // NcclCommunicator's control flow on the CPU, over a fake libcuda + libnccl: bootstrap,
-// nonblocking init and enqueue, timeouts that abort, peers that die, aborts from elsewhere.
+// nonblocking init and enqueue, timeouts that abort, peers that die, aborts from elsewhere;
+// and the stream-ordered calls: no host wait per collective, captured into a graph and
+// replayed, the one bounded wait at the end of a step.
 #include "runtime/dist/nccl_communicator.h"
 
 #include <dlfcn.h>
@@ -29,6 +31,10 @@ class FakeDriver {
     destroys = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeDestroys"));
     lastBlocking = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeLastBlocking"));
     collectives = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeCollectives"));
+    resetLog = reinterpret_cast<void (*)()>(::dlsym(handle_, "fakeCudaReset"));
+    logSize = reinterpret_cast<int (*)()>(::dlsym(handle_, "fakeCudaLaunchCount"));
+    logEntry = reinterpret_cast<const char* (*)(int, unsigned*, int*)>(
+        ::dlsym(handle_, "fakeCudaLaunch"));
     setenv("INGOT_NCCL_LIBRARY", INGOT_FAKE_CUDA_NCCL, 1);
     auto cuda = CudaDriver::load();
     EXPECT_TRUE(cuda.ok()) << cuda.status().message();
@@ -41,6 +47,10 @@ class FakeDriver {
   int (*destroys)() = nullptr;
   int (*lastBlocking)() = nullptr;
   int (*collectives)() = nullptr;
+  /// The fake driver's launch log, where the fake NCCL logs each collective that runs.
+  void (*resetLog)() = nullptr;
+  int (*logSize)() = nullptr;
+  const char* (*logEntry)(int i, unsigned* dims, int* fromGraph) = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -50,6 +60,15 @@ class FakeDriver {
 FakeDriver& fake() {
   static FakeDriver* driver = new FakeDriver();  // lives for the process, as libcuda would
   return *driver;
+}
+
+/// The fake's abort count once it reaches `want`, or after 3 s: ncclCommAbort runs on the
+/// communicator's own thread, so it may land just after the failing call returned.
+int abortsReaching(int want) {
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (fake().aborts() < want && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(1));
+  return fake().aborts();
 }
 
 class NcclCommunicatorFake : public ::testing::Test {
@@ -138,7 +157,7 @@ TEST_F(NcclCommunicatorFake, InitThatNeverCompletesTimesOutAndAborts) {
   EXPECT_NE(m.find("rank 0 of 1"), std::string::npos) << m;
   EXPECT_NE(m.find("init"), std::string::npos) << m;
   EXPECT_NE(m.find("300 ms"), std::string::npos) << m;
-  EXPECT_EQ(fake().aborts(), aborts + 1);
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);
 }
 
 TEST_F(NcclCommunicatorFake, InitFailureCarriesNcclsMessage) {
@@ -164,7 +183,7 @@ TEST_F(NcclCommunicatorFake, CollectiveThatNeverCompletesTimesOutAndBreaksTheGro
   EXPECT_NE(s.message().find("all_reduce of 1000 f32 on rank 0 of 1"), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("300 ms"), std::string::npos) << s.message();
-  EXPECT_EQ(fake().aborts(), aborts + 1);
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);
   // Broken for good: later calls fail at once with the first error, without NCCL.
   fake().setModes(0, 0);
   int calls = fake().collectives();
@@ -204,7 +223,7 @@ TEST_F(NcclCommunicatorFake, AbortFromAnotherThreadEndsACollectiveInFlight) {
   Status s = pending.get();
   EXPECT_LT(secondsSince(start), 2.0);
   EXPECT_EQ(s.message(), "rank 1 died: its engine step failed");
-  EXPECT_EQ(fake().aborts(), aborts + 1);  // aborted once, by the polling thread
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);  // aborted once, by the polling thread
 }
 
 TEST_F(NcclCommunicatorFake, BadArgumentsAreRefusedWithoutBreakingTheGroup) {
@@ -254,6 +273,138 @@ TEST_F(NcclCommunicatorFake, OtherRanksTakeTheUniqueIdFromTheStore) {
   auto id = store_->get("g3/nccl_unique_id", milliseconds(100));
   ASSERT_TRUE(id.ok()) << id.status().message();
   EXPECT_EQ(id->size(), size_t(NCCL_UNIQUE_ID_BYTES));
+}
+
+
+/// A stream of the fake driver, destroyed at the end of the scope.
+struct FakeStream {
+  FakeStream() {
+    EXPECT_EQ(fake().cuda().streamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  }
+  ~FakeStream() { fake().cuda().streamDestroy(stream); }
+  CUstream stream = nullptr;
+};
+
+CUdeviceptr devicePtr(const float* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+TEST_F(NcclCommunicatorFake, StreamOrderedCollectivesEnqueueWithoutWaitingAndWaitOnceAtTheEnd) {
+  // Rank 0 of 2 on the fake: the other rank mirrors this one (a sum doubles, a gather
+  // repeats), so values can be checked without a peer.
+  auto comm = make(milliseconds(5000), 0, 2);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  FakeStream s;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> x(777), gathered(2 * 777, NAN);
+  for (float& v : x) v = dist(rng);
+  const std::vector<float> original = x;
+  fake().setModes(0, 1);  // the stream never drains: an enqueue that waited would hang
+  auto start = Clock::now();
+  ASSERT_TRUE((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 777, s.stream).ok());
+  ASSERT_TRUE((*comm)
+                  ->enqueueAllGather(devicePtr(x.data()), 777, devicePtr(gathered.data()), s.stream)
+                  .ok());
+  EXPECT_LT(secondsSince(start), 0.5) << "enqueueing must not wait for the stream";
+  fake().setModes(0, 0);
+  ASSERT_TRUE((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 1, s.stream).ok());  // drains
+  ASSERT_TRUE((*comm)->waitStream(s.stream, "step 7").ok());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(gathered[i], 2 * original[i]) << i;
+    ASSERT_EQ(gathered[777 + i], 2 * original[i]) << i;
+    ASSERT_EQ(x[i], (i == 0 ? 4 : 2) * original[i]) << i;
+  }
+  EXPECT_TRUE((*comm)->groupStatus().ok());
+}
+
+TEST_F(NcclCommunicatorFake, StreamOrderedCollectivesAreCapturedIntoAGraphAndReplayed) {
+  auto comm = make(milliseconds(5000), 0, 2);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  CudaDriver& cu = fake().cuda();
+  FakeStream s;
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 20.5f;
+  const std::vector<float> original = x;
+  fake().resetLog();
+  ASSERT_EQ(cu.streamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  ASSERT_TRUE((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 64, s.stream).ok());
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cu.streamEndCapture(s.stream, &graph), CUDA_SUCCESS);
+  EXPECT_EQ(x, original) << "a captured collective runs only when the graph is launched";
+  EXPECT_EQ(fake().logSize(), 0);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cu.graphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  cu.graphDestroy(graph);
+  for (int replay = 1; replay <= 3; ++replay) {
+    ASSERT_EQ(cu.graphLaunch(exec, s.stream), CUDA_SUCCESS);
+    ASSERT_TRUE((*comm)->waitStream(s.stream, "replay " + std::to_string(replay)).ok());
+    EXPECT_EQ(x[5], original[5] * static_cast<float>(1 << replay)) << "replay " << replay;
+  }
+  ASSERT_EQ(fake().logSize(), 3);
+  unsigned dims[6];
+  int fromGraph = 0;
+  EXPECT_STREQ(fake().logEntry(2, dims, &fromGraph), "ncclAllReduce");
+  EXPECT_EQ(fromGraph, 1);
+  EXPECT_EQ(dims[0], 64u);
+  EXPECT_EQ(dims[2], 2u);
+  cu.graphExecDestroy(exec);
+}
+
+TEST_F(NcclCommunicatorFake, StreamWaitOnAHungCollectiveTimesOutNamingTheStepAndAborts) {
+  auto comm = make(milliseconds(300), 0, 2);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  FakeStream s;
+  std::vector<float> x(32, 1.0f);
+  fake().setModes(0, 1);
+  const int aborts = fake().aborts();
+  ASSERT_TRUE((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 32, s.stream).ok());
+  auto start = Clock::now();
+  Status st = (*comm)->waitStream(s.stream, "step (decode graph of batch 4)");
+  ASSERT_FALSE(st.ok());
+  EXPECT_GE(secondsSince(start), 0.29);
+  EXPECT_LT(secondsSince(start), 3.0);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("step (decode graph of batch 4) on nccl rank 0 of 2"),
+            std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("300 ms"), std::string::npos) << st.message();
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);
+  fake().setModes(0, 0);
+  EXPECT_EQ((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 32, s.stream).message(), st.message())
+      << "broken for good";
+}
+
+TEST_F(NcclCommunicatorFake, StreamWaitEndsWithinMillisecondsOfAnAbortFromAnotherThread) {
+  auto comm = make(milliseconds(30000), 0, 2);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  FakeStream s;
+  std::vector<float> x(16);
+  fake().setModes(0, 1);
+  const int aborts = fake().aborts();
+  ASSERT_TRUE((*comm)->enqueueAllReduceSum(devicePtr(x.data()), 16, s.stream).ok());
+  auto pending = std::async(std::launch::async,
+                            [&] { return (*comm)->waitStream(s.stream, "step 3"); });
+  std::this_thread::sleep_for(milliseconds(50));
+  auto aborted = Clock::now();
+  (*comm)->abort(internalError("tp rank 1 (pid 42) exited with status 1"));
+  Status st = pending.get();
+  const double ms = secondsSince(aborted) * 1000.0;
+  EXPECT_LT(ms, 100.0);
+  std::printf("[ measured ] stream wait ended %.2f ms after abort() from another thread\n", ms);
+  EXPECT_EQ(st.message(), "tp rank 1 (pid 42) exited with status 1");
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);
+}
+
+TEST_F(NcclCommunicatorFake, StreamOrderedCallsRefuseBadBuffersWithoutBreakingTheGroup) {
+  auto comm = make(milliseconds(5000), 0, 2);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  FakeStream s;
+  std::vector<float> x(100);
+  Status st =
+      (*comm)->enqueueAllGather(devicePtr(x.data()), 40, devicePtr(x.data() + 10), s.stream);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("overlaps"), std::string::npos) << st.message();
+  EXPECT_EQ((*comm)->enqueueAllReduceSum(0, 5, s.stream).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*comm)->waitStream(nullptr, "step").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*comm)->groupStatus().ok());
 }
 
 }  // namespace

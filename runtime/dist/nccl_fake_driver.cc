@@ -3,14 +3,30 @@
 //
 // Built with the soname libcuda.so.1: a test that opens it first by path makes the
 // runtime's dlopen("libcuda.so.1") return it, and passes its path as the NCCL library.
-// Device memory is host memory; a one-rank collective copies its input as NCCL would; the
+// Device memory is host memory; a one-rank collective copies its input as NCCL would, and a
+// group of N ranks behaves as if every rank held this rank's input ("mirrored" ranks: a sum
+// is N times the input, a gather N copies of it), so data can be followed through it. A
+// collective enqueued while the fake driver captures a graph runs when the graph is launched
+// (fakeCudaDefer), and every collective that runs is logged among the kernel launches as
+// "ncclAllReduce" / "ncclAllGather" with dims {count, a hash of its input bytes, ranks}. The
 // fake*() controls make init, enqueue or completion hang, lag or fail, the way a dead or slow
 // peer makes real NCCL behave (in-progress states, ncclRemoteError, a stream that never
 // drains), so the communicator's timeouts and aborts can be checked on any machine.
+// Like NCCL 2.26 and newer, ncclCommAbort returns only once every graph that captured one of
+// the communicator's collectives is destroyed; the fake waits 2 s for that and then counts
+// a hang (fakeAbortHangs) instead of blocking for good.
 #include <cuda.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/backend/cuda/fake_libcuda.h"
 
 namespace {
 
@@ -26,19 +42,108 @@ struct FakeComm {
   int rank = 0;
   int pollsLeft = 0;                 // polls that still read ncclInProgress
   ncclResult_t state = ncclSuccess;  // then this
+  int persistentRefs = 0;            // captured collectives whose graphs still exist
 };
+
+/// Guards the communicators' persistentRefs; signalled when one drops.
+std::mutex gRefsMutex;
+std::condition_variable gRefsDropped;
+int gAbortHangs = 0;
+
+/// Every communicator made, never freed before exit: a captured graph may replay a collective
+/// of a communicator that was aborted since (real NCCL then fails it; the fake copies).
+std::mutex gCommsMutex;
+std::vector<std::unique_ptr<FakeComm>> gComms;
 
 size_t typeBytes(ncclDataType_t type) {
   return type == ncclBfloat16 || type == ncclFloat16 ? 2 : type == ncclFloat64 ? 8 : 4;
 }
 
-ncclResult_t collective(const void* send, void* recv, size_t bytes, FakeComm* comm) {
-  ++gCollectives;
-  if (comm->nranks == 1 && send != recv) std::memmove(recv, send, bytes);
+/// One collective, as enqueued.
+struct FakeCollective {
+  bool gather;
+  const void* send;
+  void* recv;
+  size_t count;
+  ncclDataType_t type;
+  FakeComm* comm;
+  bool captured = false;  // holds a persistent reference on comm until its graphs go
+};
+
+/// FNV-1a of `bytes` bytes: the log's fingerprint of a collective's input.
+unsigned hashBytes(const void* data, size_t bytes) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const uint8_t*>(data)[i]) * 16777619u;
+  return h;
+}
+
+/// Multiplies `count` values of `type` by `factor` in place (the mirrored ranks' sum).
+void scale(void* data, size_t count, ncclDataType_t type, int factor) {
+  if (type == ncclFloat32) {
+    auto* v = static_cast<float*>(data);
+    for (size_t i = 0; i < count; ++i) v[i] *= static_cast<float>(factor);
+  } else if (type == ncclBfloat16) {  // bf16 = the high half of an f32
+    auto* v = static_cast<uint16_t*>(data);
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t bits = uint32_t{v[i]} << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      f *= static_cast<float>(factor);
+      std::memcpy(&bits, &f, 4);
+      v[i] = static_cast<uint16_t>(bits >> 16);
+    }
+  }
+}
+
+/// Runs one collective on the fake device (at enqueue, or at a graph launch).
+void execute(void* arg) {
+  const auto& c = *static_cast<const FakeCollective*>(arg);
+  const size_t bytes = c.count * typeBytes(c.type);
+  const unsigned dims[6] = {static_cast<unsigned>(c.count), hashBytes(c.send, bytes),
+                            static_cast<unsigned>(c.comm->nranks), 0, 0, 0};
+  fakeCudaLogOp(c.gather ? "ncclAllGather" : "ncclAllReduce", dims);
+  if (c.gather) {
+    for (int r = 0; r < c.comm->nranks; ++r)
+      std::memmove(static_cast<char*>(c.recv) + static_cast<size_t>(r) * bytes, c.send, bytes);
+  } else {
+    if (c.send != c.recv) std::memmove(c.recv, c.send, bytes);
+    if (c.comm->nranks > 1) scale(c.recv, c.count, c.type, c.comm->nranks);
+  }
+  // How the collective ends is decided when it runs (a replayed one too).
   gStreamBusyPolls = gCollectiveMode == 0 ? 3 : gCollectiveMode == 3 ? 1 : -1;
   if (gCollectiveMode == 2) {  // NCCL notices the dead peer a few polls later
-    comm->pollsLeft = 3;
-    comm->state = ncclRemoteError;
+    c.comm->pollsLeft = 3;
+    c.comm->state = ncclRemoteError;
+  }
+}
+void release(void* arg) {
+  auto* c = static_cast<FakeCollective*>(arg);
+  if (c->captured) {
+    std::lock_guard<std::mutex> lock(gRefsMutex);
+    --c->comm->persistentRefs;
+    gRefsDropped.notify_all();
+  }
+  delete c;
+}
+
+ncclResult_t collective(bool gather, const void* send, void* recv, size_t count,
+                        ncclDataType_t type, FakeComm* comm) {
+  ++gCollectives;
+  auto* c = new FakeCollective{gather, send, recv, count, type, comm};
+  {
+    // Counted before the fake driver may take it into a graph (and a later destroy drop it).
+    std::lock_guard<std::mutex> lock(gRefsMutex);
+    c->captured = true;
+    ++comm->persistentRefs;
+  }
+  if (!fakeCudaDefer(execute, c, release)) {
+    {
+      std::lock_guard<std::mutex> lock(gRefsMutex);
+      c->captured = false;
+      --comm->persistentRefs;
+    }
+    execute(c);
+    release(c);
   }
   if (gCollectiveMode == 3) {  // nonblocking enqueue: in progress, then success
     comm->pollsLeft = 2;
@@ -57,7 +162,15 @@ void fakeSetModes(int init, int collective) {
   gInitMode = init;
   gCollectiveMode = collective;
 }
-int fakeAborts() { return gAborts; }
+int fakeAborts() {
+  std::lock_guard<std::mutex> lock(gRefsMutex);
+  return gAborts;
+}
+/// Aborts that found graphs holding the communicator for 2 s (a hang on real NCCL).
+int fakeAbortHangs() {
+  std::lock_guard<std::mutex> lock(gRefsMutex);
+  return gAbortHangs;
+}
 int fakeDestroys() { return gDestroys; }
 int fakeLastBlocking() { return gLastBlocking; }
 int fakeCollectives() { return gCollectives; }
@@ -81,6 +194,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, 
                                     ncclConfig_t* config) {
   gLastBlocking = config ? config->blocking : -1;
   auto* c = new FakeComm();
+  {
+    std::lock_guard<std::mutex> lock(gCommsMutex);
+    gComms.emplace_back(c);
+  }
   c->nranks = nranks;
   c->rank = rank;
   c->pollsLeft = gInitMode == 1 ? 1 << 30 : 3;
@@ -104,24 +221,27 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   c->state = ncclSuccess;
   return ncclInProgress;
 }
-ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  ++gDestroys;
-  delete reinterpret_cast<FakeComm*>(comm);
+ncclResult_t ncclCommDestroy(ncclComm_t) {
+  ++gDestroys;  // the FakeComm stays in gComms (see there)
   return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  gStreamBusyPolls = 0;  // the abort flag first: the kernels still waiting on peers end
+  auto* c = reinterpret_cast<FakeComm*>(comm);
+  std::unique_lock<std::mutex> lock(gRefsMutex);
+  if (!gRefsDropped.wait_for(lock, std::chrono::seconds(2),
+                             [c] { return c->persistentRefs == 0; }))
+    ++gAbortHangs;  // real NCCL would wait here for ever
   ++gAborts;
-  gStreamBusyPolls = 0;  // aborting ends the kernels still waiting on peers
-  delete reinterpret_cast<FakeComm*>(comm);
   return ncclSuccess;
 }
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t, ncclComm_t comm, cudaStream_t) {
-  return collective(send, recv, count * typeBytes(type), reinterpret_cast<FakeComm*>(comm));
+  return collective(false, send, recv, count, type, reinterpret_cast<FakeComm*>(comm));
 }
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t) {
-  return collective(send, recv, count * typeBytes(type), reinterpret_cast<FakeComm*>(comm));
+  return collective(true, send, recv, count, type, reinterpret_cast<FakeComm*>(comm));
 }
 const char* ncclGetErrorString(ncclResult_t result) {
   return result == ncclRemoteError ? "remote process exited or there was a network error"

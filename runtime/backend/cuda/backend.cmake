@@ -32,4 +32,18 @@ if(INGOT_BUILD_TESTS)
     INGOT_FAKE_CUBLASLT="$<TARGET_FILE:ingot_fake_cublaslt>")
   add_dependencies(ingot_cuda_backend_fake_tests ingot_fake_libcuda ingot_fake_cublaslt)
   gtest_discover_tests(ingot_cuda_backend_fake_tests)
+  target_link_libraries(ingot_fake_cublaslt PRIVATE ${CMAKE_DL_LIBS})
+
+  # A rank with a real NcclCommunicator over the fake libcuda + libnccl (runtime/dist):
+  # decode graphs with the collectives captured inside, timeouts and aborts.
+  if(TARGET ingot_dist_nccl)
+    add_executable(ingot_cuda_tp_graph_fake_tests cuda_backend_tp_graph_fake_test.cc)
+    target_link_libraries(ingot_cuda_tp_graph_fake_tests PRIVATE ingot_backend_cuda
+      ingot_dist_nccl ingot_backend_testing GTest::gtest_main ${CMAKE_DL_LIBS})
+    target_compile_definitions(ingot_cuda_tp_graph_fake_tests PRIVATE
+      INGOT_FAKE_LIBCUDA="$<TARGET_FILE:ingot_fake_cuda_nccl>"
+      INGOT_FAKE_CUBLASLT="$<TARGET_FILE:ingot_fake_cublaslt>")
+    add_dependencies(ingot_cuda_tp_graph_fake_tests ingot_fake_cuda_nccl ingot_fake_cublaslt)
+    gtest_discover_tests(ingot_cuda_tp_graph_fake_tests PROPERTIES TIMEOUT 120)
+  endif()
 endif()

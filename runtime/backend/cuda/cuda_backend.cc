@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/dist/communicator.h"
 
 namespace ingot {
 namespace {
@@ -220,6 +221,8 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   if (!plan.ok()) return plan.status().withPrefix("cuda backend");
   s.plan = std::make_unique<ProgramPlan>(std::move(*plan));
   s.world = s.plan->world_size;
+  // A group that can enqueue on the compute stream (NCCL) gets whole steps and graphs.
+  s.stream_comm = s.world > 1 ? dynamic_cast<StreamCollectives*>(s.comm) : nullptr;
   INGOT_RETURN_IF_ERROR(checkSupported(artifact, *s.plan, *program).withPrefix("cuda backend"));
   if (options.kv_dtype && *options.kv_dtype != KvDtype::kF32)
     return unimplemented("cuda backend: --kv-dtype fp8 is not supported on CUDA yet");
@@ -343,11 +346,24 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
   // Every rank got the same inputs and accepted them: from here on the others may be
   // inside a collective that this rank must join.
   s.step_started = true;
+  // A group that broke (here, on another rank, or by a watcher's abort) stays broken. Its
+  // NCCL abort finishes only once the graphs that captured its collectives are destroyed, so
+  // they go as soon as the group is seen broken, and are never replayed on it again.
+  struct DropGraphsOnBrokenGroup {
+    CudaBackendState& s;
+    ~DropGraphsOnBrokenGroup() {
+      if (s.stream_comm && !s.graphs.empty() && !s.comm->groupStatus().ok()) s.dropGraphs();
+    }
+  } dropOnBroken{s};
+  if (s.stream_comm) INGOT_RETURN_IF_ERROR(s.comm->groupStatus());
 
   // A decode step replays its bucket's graph; anything else runs eagerly at its own size.
-  // A tensor-parallel rank runs every step eagerly: its collectives are host calls.
+  // A tensor-parallel rank does too when its collectives are stream-ordered (every rank got
+  // the same inputs, so all capture and replay the same graphs in the same order); with
+  // host-call collectives it runs every step eagerly.
   int32_t bucket = -1;
-  if (s.world == 1 && isPlainDecode(in) && in.max_blocks_per_request <= s.max_blocks_per_request)
+  if ((s.world == 1 || (s.stream_comm && s.stream_comm->capturable())) && isPlainDecode(in) &&
+      in.max_blocks_per_request <= s.max_blocks_per_request)
     bucket = decodeBucket(in.numTokens(), s.buckets);
   StepDims dims;
   SplitPlan split;
@@ -435,7 +451,18 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
     INGOT_RETURN_IF_ERROR(enqueueStep(s, dims, split, extra, sample));
     s.last_bucket = bucket > 0 ? -bucket : 0;
   }
-  INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix("step"));
+  if (s.stream_comm) {
+    // The step's one host wait, bounded by the group's timeout: a peer that died or hangs
+    // aborts the group (its collective kernels exit) instead of blocking here for good.
+    const std::string what = "tp rank " + std::to_string(s.tp_rank) + " step (" +
+                             (bucket > 0 && s.last_bucket > 0
+                                  ? "decode graph of batch " + std::to_string(bucket)
+                                  : "eager, " + std::to_string(in.numTokens()) + " tokens") +
+                             ")";
+    INGOT_RETURN_IF_ERROR(s.stream_comm->waitStream(s.stream, what));
+  } else {
+    INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix("step"));
+  }
   const uint32_t* err = static_cast<const uint32_t*>(s.errors_host.data());
   if (err[0] != 0)
     return invalidArgument("step: token " + std::to_string(in.tokens[err[0] - 1]) +
@@ -508,9 +535,14 @@ std::string CudaBackend::describe() const {
          " blocks (" + gib(s.kv_pool.bytes()) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
          std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX" +
          (s.world > 1 ? std::string(", tp rank ") + std::to_string(s.tp_rank) + " of " +
-                            std::to_string(s.world) + " (eager steps, collectives between kernels)"
-                      : ", decode graphs up to batch " +
-                            std::to_string(s.buckets.empty() ? 0 : s.buckets.back()));
+                            std::to_string(s.world) +
+                            (s.stream_comm ? " (collectives on the compute stream)"
+                                           : " (eager steps, collectives between kernels)")
+                      : std::string()) +
+         (s.world == 1 || (s.stream_comm && s.stream_comm->capturable())
+              ? ", decode graphs up to batch " +
+                    std::to_string(s.buckets.empty() ? 0 : s.buckets.back())
+              : std::string());
 }
 
 Status cudaDeviceAvailable() {

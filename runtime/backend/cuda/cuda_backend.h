@@ -32,7 +32,8 @@ struct CudaBackendOptions {
   /// Longest sequence the engine will run (0 = the model's max_context): the fewest KV
   /// blocks accepted and the block-table width of the decode graphs.
   int64_t max_model_len = 0;
-  /// Decode steps of up to this many requests replay CUDA graphs (0 = no graphs).
+  /// Decode steps of up to this many requests replay CUDA graphs (0 = no graphs: every
+  /// step eager, which also keeps a tensor-parallel rank's collectives out of graphs).
   int32_t max_graph_batch = 128;
   /// Element type of the KV pool; unset = the program's. Only f32 runs on CUDA so far.
   std::optional<KvDtype> kv_dtype;
@@ -64,8 +65,12 @@ struct CudaBackendState;
 /// all_reduce / all_gather steps going through the communicator between kernels: the
 /// compute stream is drained first, the collective returns when complete, and a
 /// vocabulary-parallel head's gathered [N, L, V/N] slices are put side by side into
-/// [L, V] with strided copies on the GPU. Such a rank runs every step eagerly (NCCL calls
-/// are not captured into graphs yet) and samples on the host.
+/// [L, V] with strided copies on the GPU. With a communicator that is also a
+/// StreamCollectives (NcclCommunicator) the collectives are enqueued on the compute stream
+/// between the kernels, a step has one host wait at its end (bounded by the group's timeout,
+/// which aborts the group), and decode steps replay graphs with the collectives captured
+/// inside, as for one GPU; with any other communicator the collectives are host calls and
+/// every step runs eagerly. A rank samples on the host.
 /// Not supported yet (create() says so): quantized weights, fp8 KV, layer_norm, gelu,
 /// bf16 activations.
 class CudaBackend final : public Backend {

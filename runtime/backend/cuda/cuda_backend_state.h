@@ -21,6 +21,7 @@
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "runtime/backend/cuda/kernel_modules.h"
 #include "runtime/backend/cuda/step_pack.h"
+#include "runtime/dist/stream_collectives.h"
 
 namespace ingot {
 
@@ -142,6 +143,11 @@ struct CudaBackendState {
   /// Tensor parallelism: the group (null for an unsharded artifact), its size, and whether
   /// the last step got past its input checks (CudaBackend::stepStarted()).
   Communicator* comm = nullptr;
+  /// The same group when it can enqueue collectives on the compute stream (NCCL): then a
+  /// rank's step is enqueued whole, decode steps replay graphs with the collectives inside,
+  /// and the step's one host wait is stream_comm->waitStream (bounded by the group's
+  /// timeout). Null: collectives are host calls between drained kernels, steps run eagerly.
+  StreamCollectives* stream_comm = nullptr;
   int32_t world = 1;
   int32_t tp_rank = 0;
   bool step_started = false;
@@ -199,10 +205,11 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
                    const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra,
                    bool sample);
 
-/// Program step `index`, an all_reduce or all_gather (cuda_collectives.cc): drains the
-/// stream, runs the collective through s.comm on the step's device buffers (rows = the
-/// step's tokens, or its logit rows for a slice of the logits), and for a gather puts the
-/// ranks' [rows, W] slices side by side with strided copies. Never inside a capture.
+/// Program step `index`, an all_reduce or all_gather (cuda_collectives.cc) on the step's
+/// device buffers (rows = the step's tokens, or its logit rows for a slice of the logits);
+/// a gather then puts the ranks' [rows, W] slices side by side with strided copies. With
+/// s.stream_comm the collective is enqueued on s.stream (no host wait: capturable); else
+/// the stream is drained and the collective runs through s.comm (never inside a capture).
 Status enqueueCollective(CudaBackendState& s, size_t index, const StepDims& dims);
 
 /// The KV blocks every rank of s.comm's group can hold: the least of the ranks' `mine`

@@ -32,7 +32,23 @@ Status enqueueCollective(CudaBackendState& s, size_t index, const StepDims& dims
     if (x == y) return okStatus();
     return cu.check("cuMemcpyDtoDAsync", cu.memcpyDtoDAsync(y, x, bytes, s.stream)).withPrefix(where);
   }
-  if (reduce) {
+  if (s.stream_comm) {
+    // Stream-ordered: behind the kernels that produce the input, ahead of those that read
+    // the output, with no host wait (the step waits once at its end); capturable.
+    if (reduce) {
+      if (x != y)
+        INGOT_RETURN_IF_ERROR(
+            cu.check("cuMemcpyDtoDAsync", cu.memcpyDtoDAsync(y, x, bytes, s.stream)).withPrefix(where));
+      return s.stream_comm->enqueueAllReduceSum(y, n, s.stream).withPrefix(where);
+    }
+    // ensureBuffers sized the slices for every gather of a step that fits the buffers.
+    if (b.gathered_slices.bytes() < bytes * static_cast<size_t>(s.world))
+      return internalError(where + ": the all_gather slices hold " +
+                           std::to_string(b.gathered_slices.bytes()) + " bytes, the step needs " +
+                           std::to_string(bytes * static_cast<size_t>(s.world)));
+    INGOT_RETURN_IF_ERROR(
+        s.stream_comm->enqueueAllGather(x, n, b.gathered_slices.ptr(), s.stream).withPrefix(where));
+  } else if (reduce) {
     // In place on the output (the communicator's sum is in place), after a copy of the input.
     if (x != y)
       INGOT_RETURN_IF_ERROR(
@@ -43,18 +59,19 @@ Status enqueueCollective(CudaBackendState& s, size_t index, const StepDims& dims
     INGOT_RETURN_IF_ERROR(
         cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix(where));
     return s.comm->allReduceSum(reinterpret_cast<float*>(y), n).withPrefix(where);
-  }
-  const size_t gatheredBytes = bytes * static_cast<size_t>(s.world);
-  if (b.gathered_slices.bytes() < gatheredBytes) {
-    INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)));
-    INGOT_RETURN_IF_ERROR(b.gathered_slices.allocate(cu, gatheredBytes, "all_gather slices")
+  } else {
+    const size_t gatheredBytes = bytes * static_cast<size_t>(s.world);
+    if (b.gathered_slices.bytes() < gatheredBytes) {
+      INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)));
+      INGOT_RETURN_IF_ERROR(b.gathered_slices.allocate(cu, gatheredBytes, "all_gather slices")
+                                .withPrefix(where));
+    }
+    INGOT_RETURN_IF_ERROR(
+        cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix(where));
+    INGOT_RETURN_IF_ERROR(s.comm->allGather(reinterpret_cast<const float*>(x), n,
+                                            reinterpret_cast<float*>(b.gathered_slices.ptr()))
                               .withPrefix(where));
   }
-  INGOT_RETURN_IF_ERROR(
-      cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)).withPrefix(where));
-  INGOT_RETURN_IF_ERROR(s.comm->allGather(reinterpret_cast<const float*>(x), n,
-                                          reinterpret_cast<float*>(b.gathered_slices.ptr()))
-                            .withPrefix(where));
   // The slices arrive rank-major, [N][rows][W]; the output is [rows][N * W]: slice r goes
   // to columns [r W, (r + 1) W) of every row, one strided copy per rank.
   const size_t sliceRow = static_cast<size_t>(W) * sizeof(float);

@@ -99,6 +99,17 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
                                                      "sampling parameters"));
   INGOT_RETURN_IF_ERROR(b.tokens.allocate(cu, L * 4, "sampled tokens"));
   INGOT_RETURN_IF_ERROR(b.tokens_host.allocate(cu, L * 4, "sampled tokens"));
+  // A rank's all_gather slices for the largest step the buffers hold: allocated here, never
+  // inside a step, so a captured gather keeps valid pointers.
+  size_t slices = 0;
+  for (const PlannedStep& p : plan.steps) {
+    if (p.op != OpKind::AllGather || s.world < 2) continue;
+    const PlannedBuffer& src = plan.buffers[p.inputs[0]];
+    slices = std::max(slices, (src.logit_rows ? L : T) * static_cast<size_t>(src.width) * 4 *
+                                  static_cast<size_t>(s.world));
+  }
+  if (slices > 0)
+    INGOT_RETURN_IF_ERROR(b.gathered_slices.allocate(cu, slices, "all_gather slices"));
   INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
                                  cu.memsetD32Async(b.tree_bits.ptr(), 0, d.requests, s.stream)));
   b.dims = d;

@@ -4,12 +4,22 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/fake_libcuda.h"
 
 namespace ingot {
+
+/// One entry of the fake driver's launch log: a kernel (or a fake NCCL collective), its
+/// grid and block, and whether a graph launch ran it.
+struct RecordedLaunch {
+  std::string name;
+  unsigned dims[6];
+  bool fromGraph;
+};
 
 /// Opens the fakes once per suite (the fake libcuda by path first, so that CudaDriver's
 /// dlopen("libcuda.so.1") finds it by its soname; cuBLASLt through $INGOT_CUBLASLT_LIBRARY)
@@ -27,6 +37,25 @@ class FakeCudaTest : public ::testing::Test {
     ASSERT_NE(blas_, nullptr) << ::dlerror();
     reinterpret_cast<FakeCudaResetFn>(::dlsym(driver_, "fakeCudaReset"))();
     reinterpret_cast<void (*)()>(::dlsym(blas_, "fakeCublasLtReset"))();
+  }
+
+  /// The fake driver's launch log since the last reset.
+  static std::vector<RecordedLaunch> launches() {
+    auto count = reinterpret_cast<FakeCudaLaunchCountFn>(::dlsym(driver_, "fakeCudaLaunchCount"));
+    auto get = reinterpret_cast<FakeCudaLaunchFn>(::dlsym(driver_, "fakeCudaLaunch"));
+    std::vector<RecordedLaunch> out;
+    for (int i = 0; i < count(); ++i) {
+      RecordedLaunch l;
+      int fromGraph = 0;
+      l.name = get(i, l.dims, &fromGraph);
+      l.fromGraph = fromGraph != 0;
+      out.push_back(l);
+    }
+    return out;
+  }
+  /// The fake driver's counters (captures, graph launches, live objects).
+  static const FakeCudaStats& stats() {
+    return *reinterpret_cast<FakeCudaStatsFn>(::dlsym(driver_, "fakeCudaStats"))();
   }
 
   inline static void* driver_ = nullptr;

@@ -5,7 +5,10 @@
 // counters say what was loaded, linked and set, so kernel loading and the PTX cache can be
 // checked without a GPU. Kernels never run: a launch is recorded (name, grid, block), into
 // the launch log, or into the graph a stream capture is building; a graph launch appends
-// its recorded launches to the log, marked as replayed.
+// its recorded launches to the log, marked as replayed. Stream-ordered copies and memsets
+// (and the fake NCCL's collectives and fake cuBLASLt's fills, through fakeCudaDefer) made
+// while a capture is open are recorded into the graph too and run when it is launched, in
+// capture order, so a replay moves data as a real one would.
 // Shared with the fake libcuda + libnccl of runtime/dist (which adds cuStreamQuery).
 #include "runtime/backend/cuda/fake_libcuda.h"
 
@@ -13,6 +16,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,21 +45,43 @@ struct FakeLaunch {
   unsigned dims[6];  // grid x, y, z, block x, y, z
   bool fromGraph;
 };
-/// A captured graph: the launches made while its capture was open.
+/// A captured graph: the launches and stream operations made while its capture was open,
+/// in order (an operation when `op` is set, else the launch).
+struct FakeGraphNode {
+  FakeLaunch launch;
+  std::function<void()> op;
+};
 struct FakeGraph {
-  std::vector<FakeLaunch> launches;
+  std::vector<FakeGraphNode> nodes;
 };
 
 std::mutex gMutex;
 FakeCudaStats gStats{};
 std::vector<FakeLaunch> gLaunches;
 bool gCapturing = false;
-std::vector<FakeLaunch> gCaptured;
+std::vector<FakeGraphNode> gCaptured;
+/// Set while a graph launch runs its operations (a logged operation is marked replayed).
+bool gReplaying = false;
 std::vector<std::string> gLoadedImages;
 int gDriverVersion = 13000;
+/// The device's compute capability (9.0 unless a test sets another; reset restores it).
+int gCcMajor = 9, gCcMinor = 0;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+/// Runs `op` now, or records it into the open capture.
+CUresult streamOp(std::function<void()> op) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gCapturing) {
+      gCaptured.push_back(FakeGraphNode{FakeLaunch{}, std::move(op)});
+      return CUDA_SUCCESS;
+    }
+  }
+  op();
+  return CUDA_SUCCESS;
 }
 
 void writeLog(FakeLink* link, const std::string& text) {
@@ -77,6 +104,8 @@ void fakeCudaReset() {
   gLoadedImages.clear();
   gLaunches.clear();
   gDriverVersion = 13000;
+  gCcMajor = 9;
+  gCcMinor = 0;
 }
 const FakeCudaStats* fakeCudaStats() { return &gStats; }
 int fakeCudaLaunchCount() {
@@ -90,7 +119,24 @@ const char* fakeCudaLaunch(int i, unsigned* dims, int* fromGraph) {
   *fromGraph = gLaunches[i].fromGraph;
   return gLaunches[i].name.c_str();
 }
+int fakeCudaDefer(void (*run)(void*), void* arg, void (*release)(void*)) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gCapturing) return 0;
+  std::shared_ptr<void> owned(arg, release);
+  gCaptured.push_back(FakeGraphNode{FakeLaunch{}, [run, owned] { run(owned.get()); }});
+  return 1;
+}
+void fakeCudaLogOp(const char* name, const unsigned* dims) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  FakeLaunch op{name, {}, gReplaying};
+  std::memcpy(op.dims, dims, sizeof(op.dims));
+  gLaunches.push_back(op);
+}
 void fakeCudaSetDriverVersion(int version) { gDriverVersion = version; }
+void fakeCudaSetComputeCapability(int major, int minor) {
+  gCcMajor = major;
+  gCcMinor = minor;
+}
 const char* fakeCudaLoadedImage(int i) {
   std::lock_guard<std::mutex> lock(gMutex);
   return i >= 0 && i < static_cast<int>(gLoadedImages.size()) ? gLoadedImages[i].c_str() : "";
@@ -109,7 +155,9 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
-  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? gCcMajor
+           : attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? gCcMinor
+                                                                       : 0;
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
@@ -178,7 +226,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned 
     return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(gMutex);
   FakeLaunch launch{reinterpret_cast<FakeFunction*>(function)->name, {gx, gy, gz, bx, by, bz}, false};
-  (gCapturing ? gCaptured : gLaunches).push_back(launch);
+  if (gCapturing) gCaptured.push_back(FakeGraphNode{launch, nullptr});
+  else gLaunches.push_back(launch);
   return CUDA_SUCCESS;
 }
 CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** values,
@@ -255,16 +304,22 @@ CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
-  return cuMemcpyHtoD(dst, src, bytes);
+  return streamOp([=] { std::memcpy(reinterpret_cast<void*>(dst), src, bytes); });
 }
 CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
-  return cuMemcpyDtoH(dst, src, bytes);
+  return streamOp([=] { std::memcpy(dst, reinterpret_cast<const void*>(src), bytes); });
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-  return CUDA_SUCCESS;
+  return streamOp([=] {
+    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  });
 }
-CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream) {
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* request, CUstream) {
+  if (request->WidthInBytes > request->srcPitch || request->WidthInBytes > request->dstPitch)
+    return CUDA_ERROR_INVALID_VALUE;
+  const CUDA_MEMCPY2D params = *request;
+  return streamOp([params] {
+  const CUDA_MEMCPY2D* copy = &params;
   // Device and host memory are both host memory here: every kind copies alike.
   const auto* src = static_cast<const char*>(copy->srcMemoryType == CU_MEMORYTYPE_HOST
                                                  ? copy->srcHost
@@ -272,23 +327,21 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream) {
   auto* dst = static_cast<char*>(copy->dstMemoryType == CU_MEMORYTYPE_HOST
                                      ? copy->dstHost
                                      : reinterpret_cast<void*>(copy->dstDevice));
-  if (copy->WidthInBytes > copy->srcPitch || copy->WidthInBytes > copy->dstPitch)
-    return CUDA_ERROR_INVALID_VALUE;
   for (size_t row = 0; row < copy->Height; ++row)
     std::memmove(dst + (copy->dstY + row) * copy->dstPitch + copy->dstXInBytes,
                  src + (copy->srcY + row) * copy->srcPitch + copy->srcXInBytes, copy->WidthInBytes);
   std::lock_guard<std::mutex> lock(gMutex);
   ++gStats.copies2d;
-  return CUDA_SUCCESS;
+  });
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
-  std::memset(reinterpret_cast<void*>(dst), value, count);
-  return CUDA_SUCCESS;
+  return streamOp([=] { std::memset(reinterpret_cast<void*>(dst), value, count); });
 }
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
-  auto* words = reinterpret_cast<unsigned int*>(dst);
-  for (size_t i = 0; i < count; ++i) words[i] = value;
-  return CUDA_SUCCESS;
+  return streamOp([=] {
+    auto* words = reinterpret_cast<unsigned int*>(dst);
+    for (size_t i = 0; i < count; ++i) words[i] = value;
+  });
 }
 
 // ------------------------------------------------------------------ streams, events, graphs
@@ -328,7 +381,10 @@ CUresult cuStreamEndCapture(CUstream, CUgraph* graph) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (!gCapturing) return CUDA_ERROR_ILLEGAL_STATE;
   gCapturing = false;
-  *graph = reinterpret_cast<CUgraph>(new FakeGraph{gCaptured});
+  // Moved out: the graph owns what it captured (a fake NCCL collective's reference ends
+  // with the last graph holding it, as with real NCCL's persistent references).
+  *graph = reinterpret_cast<CUgraph>(new FakeGraph{std::move(gCaptured)});
+  gCaptured.clear();
   return CUDA_SUCCESS;
 }
 CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
@@ -338,12 +394,26 @@ CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long
   return CUDA_SUCCESS;
 }
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  for (FakeLaunch launch : reinterpret_cast<FakeGraph*>(exec)->launches) {
-    launch.fromGraph = true;
-    gLaunches.push_back(launch);
+  std::vector<FakeGraphNode> nodes;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gCapturing) return CUDA_ERROR_ILLEGAL_STATE;  // not on a capturing stream here
+    nodes = reinterpret_cast<FakeGraph*>(exec)->nodes;
+    ++gStats.graphLaunches;
+    gReplaying = true;
   }
-  ++gStats.graphLaunches;
+  // Operations run outside the lock: they take it themselves (counters, the log).
+  for (FakeGraphNode& node : nodes) {
+    if (node.op) {
+      node.op();
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(gMutex);
+    node.launch.fromGraph = true;
+    gLaunches.push_back(node.launch);
+  }
+  std::lock_guard<std::mutex> lock(gMutex);
+  gReplaying = false;
   return CUDA_SUCCESS;
 }
 CUresult cuGraphExecDestroy(CUgraphExec exec) {

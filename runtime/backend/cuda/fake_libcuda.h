@@ -26,6 +26,8 @@ struct FakeCudaStats {
 using FakeCudaResetFn = void (*)();                          // "fakeCudaReset"
 using FakeCudaStatsFn = const FakeCudaStats* (*)();          // "fakeCudaStats"
 using FakeCudaSetDriverVersionFn = void (*)(int version);    // "fakeCudaSetDriverVersion"
+/// The device's compute capability (default 9.0, restored by the reset).
+using FakeCudaSetComputeCapabilityFn = void (*)(int major, int minor);  // "fakeCudaSetComputeCapability"
 /// The i-th image cuModuleLoadData accepted since the reset ("" past the end).
 using FakeCudaLoadedImageFn = const char* (*)(int i);        // "fakeCudaLoadedImage"
 /// Launches recorded since the reset (a graph launch appends the launches it captured).
@@ -33,6 +35,17 @@ using FakeCudaLaunchCountFn = int (*)();                     // "fakeCudaLaunchC
 /// Launch i: its kernel's name; `dims` gets grid x, y, z and block x, y, z, `fromGraph`
 /// whether a graph launch replayed it.
 using FakeCudaLaunchFn = const char* (*)(int i, unsigned* dims, int* fromGraph);  // "fakeCudaLaunch"
+
+/// For the other fakes (libnccl, libcublasLt) and their stream work: while a capture is open,
+/// records run(arg) into the graph (run at each launch of it, in order; release(arg) when
+/// the last graph holding it goes) and returns 1; otherwise returns 0 and the caller does
+/// the work at once.
+int fakeCudaDefer(void (*run)(void*), void* arg, void (*release)(void*));
+using FakeCudaDeferFn = int (*)(void (*)(void*), void*, void (*)(void*));  // "fakeCudaDefer"
+/// Appends an operation to the launch log as if it were a launch named `name` with
+/// dims[0..5] (marked replayed when a graph launch runs it), so tests see e.g. a fake
+/// collective in order among the kernels.
+void fakeCudaLogOp(const char* name, const unsigned* dims);
 
 }  // extern "C"
 

@@ -14,6 +14,9 @@
 #include <thread>
 
 #include "runtime/backend/cpu/tp_cpu_backend.h"
+#include "runtime/backend/tp/channel_watch.h"
+#include "runtime/backend/tp/worker_node.h"
+#include "runtime/backend/tp/worker_process.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -28,44 +31,6 @@ constexpr std::chrono::milliseconds kBrokenGrace{200};
 constexpr std::chrono::milliseconds kPollSlice{20};
 /// How long the destructor lets the workers exit after shutdown before killing them.
 constexpr std::chrono::milliseconds kShutdownGrace{2000};
-
-std::string describeExit(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* name = strsignal(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
-  }
-  return "ended (wait status " + std::to_string(status) + ")";
-}
-
-/// fork + exec of `executable` with `args`; the child gets SIGKILL when this thread exits.
-StatusOr<pid_t> forkExecWorker(const std::string& executable, const std::vector<std::string>& args) {
-  std::string path = executable;
-  char resolved[PATH_MAX];
-  const ssize_t n = ::readlink(executable.c_str(), resolved, sizeof(resolved) - 1);
-  if (n > 0) path.assign(resolved, static_cast<size_t>(n));
-  // Everything the child touches is prepared before fork: after it, only async-signal-safe
-  // calls (the parent has threads).
-  std::vector<std::string> full = {path};
-  full.insert(full.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string exec_failed = "ingot: tp worker: exec of " + path + " failed\n";
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return ioError(std::string("tp: fork of a worker failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);  // rank 0 is already gone
-    ::execv(path.c_str(), argv.data());
-    ssize_t ignored = ::write(2, exec_failed.data(), exec_failed.size());
-    (void)ignored;
-    ::_exit(127);
-  }
-  return pid;
-}
 
 }  // namespace
 
@@ -83,7 +48,12 @@ StatusOr<std::unique_ptr<MultiProcessTpBackend>> MultiProcessTpBackend::create(
     return invalidArgument("tp processes: the workers need the artifact's file path");
   if (options.timeout.count() <= 0)
     return invalidArgument("tp processes: the timeout must be positive");
-  if (options.first_gpu >= 0) INGOT_RETURN_IF_ERROR(checkGpusForRanks(options.first_gpu, world));
+  if (options.nnodes < 1 || world % options.nnodes != 0)
+    return invalidArgument("--nnodes " + std::to_string(options.nnodes) + " does not divide the " +
+                           std::to_string(world) + " tensor-parallel ranks of " +
+                           artifact.source() + " (every node runs the same number of ranks)");
+  if (options.first_gpu >= 0)
+    INGOT_RETURN_IF_ERROR(checkGpusForRanks(options.first_gpu, world / options.nnodes));
   std::unique_ptr<MultiProcessTpBackend> b(new MultiProcessTpBackend());
   b->workers_.resize(world - 1);
   INGOT_RETURN_IF_ERROR(b->start(artifact, options));
@@ -92,6 +62,8 @@ StatusOr<std::unique_ptr<MultiProcessTpBackend>> MultiProcessTpBackend::create(
 
 Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcessTpOptions& o) {
   const int world = worldSize();
+  const int local = world / o.nnodes;  // ranks 0..local-1 run on this node
+  ranks_per_node_ = local;
   timeout_ = o.timeout;
   INGOT_ASSIGN_OR_RETURN(store_server_, TcpStoreServer::start(o.master_addr, o.master_port));
   INGOT_ASSIGN_OR_RETURN(store_,
@@ -104,7 +76,7 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
 
   int threads = o.cpu.num_threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto threadsOf = [&](int r) { return std::max(1, threads / world + (r < threads % world ? 1 : 0)); };
+  auto threadsOf = [&](int r) { return std::max(1, threads / local + (r < threads % local ? 1 : 0)); };
   for (int r = 1; r < world; ++r) {
     TpWorkerOptions w;
     w.artifact = o.artifact_path;
@@ -121,6 +93,11 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
     w.gpu = o.first_gpu < 0 ? -1 : o.first_gpu + r;
     w.gpu_memory_utilization = o.gpu_memory_utilization;
     w.max_model_len = o.max_model_len;
+    w.nnodes = o.nnodes;
+    // Other nodes start their ranks themselves (runWorkerNode) from this spec.
+    if (r == 1 && o.nnodes > 1)
+      INGOT_RETURN_IF_ERROR(store_->set(workerSpecKey(group_name), encodeWorkerSpec(w), timeout_));
+    if (r >= local) continue;
     StatusOr<pid_t> pid = o.launch_worker
                               ? o.launch_worker(w)
                               : forkExecWorker(o.worker_executable, tpWorkerArguments(w));
@@ -139,65 +116,16 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
   g.cpu.num_threads = threadsOf(0);
   g.gpu_memory_utilization = o.gpu_memory_utilization;
   g.max_model_len = o.max_model_len;
+  g.nnodes = o.nnodes;
+  g.wrap_communicator = o.wrap_rank0_communicator;
+  watch_workers_ = o.watch_workers.value_or(o.first_gpu >= 0);
   // A worker that exits before joining (a bad binary, a bad flag) fails the join at once.
-  auto workerExited = [this]() -> Status {
-    for (int r = 1; r < worldSize(); ++r) {
-      const std::string ended = reapIfExited(r);
-      if (!ended.empty())
-        return failedPrecondition("tp rank " + std::to_string(r) + " (pid " +
-                                  std::to_string(workers_[r - 1].pid) + ") " + ended +
-                                  " while the group formed (its error is printed above)");
-    }
-    return okStatus();
-  };
-  g.join_probe = workerExited;
+  g.join_probe = [this] { return exitedWorker("while the group formed"); };
   INGOT_ASSIGN_OR_RETURN(rank0_, RankBackend::join(*store_, g));
-  const Status loaded = rank0_->load(artifact);
-  if (!loaded.ok()) {
-    // CUDA ranks: a worker that failed on its own makes rank 0's KV-pool agreement fail
-    // too; its hello, if it arrives in time, says why.
-    const Status theirs = workerExited();
-    if (!theirs.ok()) return theirs;
-    return loaded.withPrefix("tp rank 0" + (o.first_gpu >= 0 ? " (" + rank0_->deviceName() + ")"
-                                                              : std::string()));
-  }
-  const Backend& mine = rank0_->backend();
-  num_threads_ = mine.numThreads();
-  matrix_bytes_ = mine.matrixBytes();
-
+  const Status loaded = loadWatchingWorkers(artifact, o.after_rank0_load);
+  if (!loaded.ok()) return loaded;
   // Each worker connects its channel and says hello once its shard is loaded.
-  const auto deadline = Clock::now() + timeout_;
-  for (int connected = 0; connected < world - 1;) {
-    StatusOr<std::unique_ptr<StepChannel>> channel =
-        listener_->accept(std::min(deadline, Clock::now() + kPollSlice));
-    if (!channel.ok()) {
-      INGOT_RETURN_IF_ERROR(workerExited());
-      if (Clock::now() >= deadline)
-        return channel.status().withPrefix("tp: waiting " + std::to_string(timeout_.count()) +
-                                           " ms for the workers' step channels");
-      continue;
-    }
-    StepCommand command{};
-    std::vector<uint8_t> payload;
-    WorkerHello hello;
-    INGOT_RETURN_IF_ERROR((*channel)->receive(&command, &payload, deadline));
-    if (command != StepCommand::kHello) return dataLoss("tp: a worker did not start with hello");
-    INGOT_RETURN_IF_ERROR(decodeHello(payload, &hello));
-    if (hello.rank < 1 || hello.rank >= world || workers_[hello.rank - 1].channel)
-      return dataLoss("tp: hello from an unexpected rank " + std::to_string(hello.rank));
-    if (!hello.status.ok()) return hello.status.withPrefix("tp rank " + std::to_string(hello.rank));
-    if (hello.num_kv_blocks != mine.numKvBlocks() || hello.vocab_size != mine.vocabSize())
-      return internalError("tp rank " + std::to_string(hello.rank) + " has " +
-                           std::to_string(hello.num_kv_blocks) + " KV blocks and vocabulary " +
-                           std::to_string(hello.vocab_size) + ", rank 0 " +
-                           std::to_string(mine.numKvBlocks()) + " and " +
-                           std::to_string(mine.vocabSize()));
-    num_threads_ += hello.num_threads;
-    matrix_bytes_ += hello.matrix_bytes;
-    workers_[hello.rank - 1].channel = std::move(channel).value();
-    ++connected;
-  }
-  return okStatus();
+  return finishHellos(artifact);
 }
 
 MultiProcessTpBackend::~MultiProcessTpBackend() {
@@ -233,16 +161,20 @@ std::string MultiProcessTpBackend::reapIfExited(int r) {
 
 Status MultiProcessTpBackend::workerLost(int r, const Status& cause) {
   // A closed channel usually means the process is exiting: give it a moment to be reaped,
-  // so the error can say how it ended.
+  // so the error can say how it ended (a rank of another node is not this process's child).
   std::string ended = reapIfExited(r);
-  for (int i = 0; ended.empty() && i < 50; ++i) {
+  for (int i = 0; ended.empty() && workers_[r - 1].pid > 0 && i < 50; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     ended = reapIfExited(r);
   }
-  const std::string who =
-      "tp rank " + std::to_string(r) + " (pid " + std::to_string(workers_[r - 1].pid) + ")";
-  if (!ended.empty()) return failedPrecondition(who + " " + ended + ": " + cause.message());
-  return cause.withPrefix(who);
+  if (!ended.empty()) return failedPrecondition(who(r) + " " + ended + ": " + cause.message());
+  return cause.withPrefix(who(r));
+}
+
+std::string MultiProcessTpBackend::who(int r) const {
+  const std::string rank = "tp rank " + std::to_string(r);
+  if (workers_[r - 1].pid > 0) return rank + " (pid " + std::to_string(workers_[r - 1].pid) + ")";
+  return rank + " (node " + std::to_string(r / ranks_per_node_) + ")";
 }
 
 Status MultiProcessTpBackend::groupStatus() const {
@@ -265,12 +197,58 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
     Status sent = workers_[r - 1].channel->send(command, payload, deadline);
     if (!sent.ok()) return fail(workerLost(r, sent));
   }
-  const Status mine = own();
-
   // Every worker answers right after its last collective, which rank 0 has passed too.
   std::vector<Status> answers(workers);
   std::vector<bool> answered(workers, false);
   int pending = workers;
+  // Reads worker r's answer. A channel that fails, or an answer saying the worker's step
+  // broke the group, aborts rank 0's communicator: with NCCL nothing else would end rank 0's
+  // collectives before their timeout. Returns the error to fail the call with at once (a
+  // worker lost while the group was healthy), else ok.
+  // On the watch thread `stop_fd` is the watch's stop pipe: once rank 0's own part is done
+  // the read gives way (keeping a partly read frame) and the loop below finishes it.
+  auto collect = [&](int r, int stop_fd) -> Status {
+    StepCommand got{};
+    std::vector<uint8_t> reply;
+    bool stopped = false;
+    Status received = workers_[r - 1].channel->receiveUnlessStopped(
+        &got, &reply, Clock::now() + timeout_, stop_fd, &stopped);
+    if (received.ok() && stopped) return okStatus();  // not answered yet
+    if (received.ok() && got != StepCommand::kResult && got != StepCommand::kGroupBroken)
+      received = dataLoss("unexpected frame from the worker");
+    if (received.ok()) received = decodeStatus(reply, &answers[r - 1]);
+    answered[r - 1] = true;
+    --pending;
+    if (!received.ok()) {
+      const Status lost = workerLost(r, received);
+      const bool healthy = rank0_->communicator().groupStatus().ok();
+      answers[r - 1] = lost;  // when broken already, the group's first error is reported
+      rank0_->communicator().abort(lost);
+      return healthy ? lost : okStatus();
+    }
+    if (got == StepCommand::kGroupBroken)
+      rank0_->communicator().abort(answers[r - 1].ok()
+                                       ? internalError(who(r) + " broke the group")
+                                       : answers[r - 1]);
+    return okStatus();
+  };
+  // While rank 0 runs its own part, the answers are read as they arrive (ChannelWatch), so a
+  // worker that fails or dies mid-step ends rank 0's collectives within milliseconds.
+  Status mine, lostEarly;
+  if (watch_workers_) {
+    std::vector<int> channels;
+    for (int r = 1; r <= workers; ++r) channels.push_back(workers_[r - 1].channel->fd());
+    // `ready` runs on the watch's thread, which starts after the stop pipe exists.
+    ChannelWatch watch(channels, POLLIN, [&](size_t i, short) {
+      const Status lost = collect(static_cast<int>(i) + 1, watch.stopFd());
+      if (!lost.ok() && lostEarly.ok()) lostEarly = lost;
+      return false;  // one answer per worker and call
+    });
+    mine = own();
+  } else {
+    mine = own();
+  }
+  if (!lostEarly.ok()) return fail(lostEarly);
   bool broken = false;
   deadline = Clock::now() + timeout_;
   std::vector<pollfd> fds;
@@ -288,23 +266,8 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
     ::poll(fds.data(), fds.size(), wait_ms);
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const int r = ranks[i];
-      StepCommand got{};
-      std::vector<uint8_t> reply;
-      Status received = workers_[r - 1].channel->receive(&got, &reply, Clock::now() + timeout_);
-      if (received.ok() && got != StepCommand::kResult)
-        received = dataLoss("unexpected frame from the worker");
-      if (received.ok()) received = decodeStatus(reply, &answers[r - 1]);
-      if (!received.ok()) {
-        const Status lost = workerLost(r, received);
-        if (!rank0_->communicator().groupStatus().ok()) {
-          answers[r - 1] = lost;  // the group's first error is what the call reports
-        } else {
-          return fail(lost);
-        }
-      }
-      answered[r - 1] = true;
-      --pending;
+      const Status lost = collect(ranks[i], -1);
+      if (!lost.ok()) return fail(lost);
     }
     if (pending == 0) break;
     if (!broken && !rank0_->communicator().groupStatus().ok()) {
@@ -314,9 +277,8 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
     if (Clock::now() >= deadline) {
       if (broken) break;
       const int r = ranks.front();
-      return fail(failedPrecondition(
-          "tp rank " + std::to_string(r) + " (pid " + std::to_string(workers_[r - 1].pid) +
-          ") did not answer within " + std::to_string(timeout_.count()) + " ms"));
+      return fail(failedPrecondition(who(r) + " did not answer within " +
+                                     std::to_string(timeout_.count()) + " ms"));
     }
   }
   const Status group = rank0_->communicator().groupStatus();

@@ -282,6 +282,38 @@ TEST(MultiProcessTpBackend, StoppedWorkerFailsTheStepAfterTheTimeoutNeverAHang) 
   std::remove(model.path.c_str());
 }
 
+TEST(MultiProcessTpBackend, WorkerOnAnotherArtifactIsRefusedNamingItsRankNodeAndBothIdentities) {
+  // Same model shape, different weights: a worker would load it and compute wrong sums.
+  const uint64_t seed = std::random_device{}();
+  TinyTp2 mine = writeTinyTp2("ident-a", seed);
+  TinyTp2 other = writeTinyTp2("ident-b", seed + 1);
+  const uint64_t a = mine.artifact.header().manifest_xxh64;
+  const uint64_t b = other.artifact.header().manifest_xxh64;
+  ASSERT_NE(a, b);
+  MultiProcessTpOptions o = processOptions(mine, std::chrono::seconds(20));
+  o.artifact_path = other.path;  // what a node with another file would open
+  auto processes = MultiProcessTpBackend::create(mine.artifact, o);
+  ASSERT_FALSE(processes.ok()) << "a worker on another artifact was accepted";
+  const std::string& m = processes.status().message();
+  auto hex = [](uint64_t v) {
+    char t[19];
+    std::snprintf(t, sizeof(t), "0x%016llx", static_cast<unsigned long long>(v));
+    return std::string(t);
+  };
+  EXPECT_NE(m.find("tp rank 1 (node 0)"), std::string::npos) << m;
+  EXPECT_NE(m.find(hex(a)), std::string::npos) << m;
+  EXPECT_NE(m.find(hex(b)), std::string::npos) << m;
+  EXPECT_NE(m.find(mine.path), std::string::npos) << m;
+  EXPECT_LT(m.find(hex(b)), m.find(hex(a))) << "the worker's identity comes first: " << m;
+
+  // The same file on both sides still forms the group.
+  o.artifact_path = mine.path;
+  auto same = MultiProcessTpBackend::create(mine.artifact, o);
+  EXPECT_TRUE(same.ok()) << same.status().message();
+  std::remove(mine.path.c_str());
+  std::remove(other.path.c_str());
+}
+
 TEST(MultiProcessTpBackend, WorkerThatCannotLoadTheArtifactFailsCreateWithItsError) {
   TinyTp2 model = writeTinyTp2("noload", 3);
   MultiProcessTpOptions o = processOptions(model, std::chrono::seconds(20));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/dist/shm_process_group.h"
+#include "runtime/dist/tcp_process_group.h"
 #include "runtime/dist/tcp_store.h"
 
 #ifdef INGOT_TP_CUDA_RANKS
@@ -65,7 +66,17 @@ StatusOr<std::unique_ptr<RankBackend>> RankBackend::join(TcpStoreClient& store,
   std::unique_ptr<RankBackend> r(new RankBackend());
   r->options_ = o;
   Communicator* inner = nullptr;
-  if (o.gpu < 0) {
+  if (o.gpu < 0 && o.nnodes > 1) {
+    TcpProcessGroupOptions g;
+    g.timeout = o.timeout;
+    g.name = o.group;
+    g.ranks_per_node = o.world_size / o.nnodes;
+    g.join_probe = o.join_probe;
+    INGOT_ASSIGN_OR_RETURN(std::unique_ptr<TcpProcessGroup> group,
+                           TcpProcessGroup::join(store, o.rank, o.world_size, g));
+    r->group_ = std::move(group);
+    inner = r->group_.get();
+  } else if (o.gpu < 0) {
     ShmProcessGroupOptions g;
     g.timeout = o.timeout;
     g.chunk_floats = o.chunk_floats;
@@ -111,10 +122,10 @@ Status RankBackend::load(const Artifact& artifact) {
     return okStatus();
   }
 #ifdef INGOT_TP_CUDA_RANKS
-  if (options_.cpu.kv_dtype && *options_.cpu.kv_dtype != KvDtype::kF32)
-    return unimplemented("--kv-dtype " + std::string(kvDtypeName(*options_.cpu.kv_dtype)) +
-                         ": CUDA ranks run an f32 KV cache only so far");
   CudaBackendOptions c;
+  // Each rank's pool holds its own kv heads, so an fp8 pool's per-block-head scales need no
+  // agreement between ranks; the artifact must carry the fp8 kernels (CudaBackend says so).
+  c.kv_dtype = options_.cpu.kv_dtype;
   c.device = options_.gpu;
   c.gpu_memory_utilization = options_.gpu_memory_utilization;
   c.num_kv_blocks = options_.cpu.num_kv_blocks;

@@ -25,7 +25,8 @@ struct RankOptions {
   std::string group = "tp";
   /// Bound on the join and on every collective.
   std::chrono::milliseconds timeout{30000};
-  /// -1: a CPU rank, collectives through a ShmProcessGroup. >= 0: a CUDA rank on this GPU
+  /// -1: a CPU rank, collectives through a ShmProcessGroup (TcpProcessGroup across hosts,
+  /// see nnodes). >= 0: a CUDA rank on this GPU
   /// (one per rank: NCCL refuses two ranks of a group on one device), collectives through an
   /// NcclCommunicator.
   int32_t gpu = -1;
@@ -34,6 +35,9 @@ struct RankOptions {
   CpuBackendOptions cpu;
   /// ShmProcessGroupOptions::chunk_floats (CPU ranks; the same on every rank).
   int64_t chunk_floats = int64_t{1} << 20;
+  /// Hosts the group spans (world_size / nnodes ranks each, in rank order). CPU ranks sum
+  /// through a ShmProcessGroup on one host and a TcpProcessGroup across hosts.
+  int32_t nnodes = 1;
   /// CUDA ranks: CudaBackendOptions::gpu_memory_utilization and max_model_len.
   double gpu_memory_utilization = 0.9;
   int64_t max_model_len = 0;
@@ -77,7 +81,7 @@ class RankBackend {
   RankBackend();
 
   RankOptions options_;
-  std::unique_ptr<Communicator> group_;    // ShmProcessGroup, or null for CUDA ranks
+  std::unique_ptr<Communicator> group_;    // Shm- or TcpProcessGroup; null for CUDA ranks
   std::unique_ptr<Cuda> cuda_;
   std::unique_ptr<Communicator> wrapped_;
   Communicator* communicator_ = nullptr;

@@ -218,6 +218,7 @@ std::vector<uint8_t> encodeHello(const WorkerHello& hello) {
   io::appendU64(out, static_cast<uint64_t>(hello.vocab_size));
   io::appendU64(out, hello.matrix_bytes);
   io::appendU32(out, static_cast<uint32_t>(hello.num_threads));
+  io::appendU64(out, hello.artifact_id);
   const std::vector<uint8_t> s = encodeStatus(hello.status);
   out.insert(out.end(), s.begin(), s.end());
   return out;
@@ -230,6 +231,7 @@ Status decodeHello(const std::vector<uint8_t>& payload, WorkerHello* hello) {
   hello->vocab_size = static_cast<int64_t>(r.u64("vocab_size"));
   hello->matrix_bytes = r.u64("matrix_bytes");
   hello->num_threads = static_cast<int32_t>(r.u32("num_threads"));
+  hello->artifact_id = r.u64("artifact_id");
   INGOT_RETURN_IF_ERROR(r.status());
   return decodeStatus(r.rest(), &hello->status);
 }
@@ -295,22 +297,76 @@ Status StepChannel::send(StepCommand command, const std::vector<uint8_t>& payloa
 
 Status StepChannel::receive(StepCommand* command, std::vector<uint8_t>* payload,
                             Clock::time_point deadline) {
-  if (fd_ < 0) return ioError("step channel from " + peer_ + " is closed");
-  uint32_t magic = 0, cmd = 0;
-  uint64_t size = 0;
-  Status s = io::readU32(fd_, magic, deadline);
-  if (s.ok() && magic != kFrameMagic) s = dataLoss("bad frame magic (not an ingot step channel)");
-  if (s.ok()) s = io::readU32(fd_, cmd, deadline);
-  if (s.ok()) s = io::readU64(fd_, size, deadline);
-  if (s.ok() && size > kStepChannelMaxFrameBytes)
-    s = dataLoss("oversize frame of " + std::to_string(size) + " bytes");
-  if (s.ok()) {
-    payload->resize(size);
-    s = io::readAll(fd_, payload->data(), size, deadline);
+  bool stopped = false;
+  return receiveUnlessStopped(command, payload, deadline, -1, &stopped);
+}
+
+Status StepChannel::fill(uint8_t* buf, size_t want, size_t* got, Clock::time_point deadline,
+                         int stop_fd, bool* stopped) {
+  while (*got < want) {
+    const ssize_t n = ::recv(fd_, buf + *got, want - *got, MSG_DONTWAIT);
+    if (n > 0) {
+      *got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      const size_t done = header_got_ + body_got_;
+      if (done == 0) return ioError("the peer closed the connection");
+      return ioError("short read: the peer closed the connection after " + std::to_string(done) +
+                     " bytes of a frame");
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return ioError(std::string("read failed: ") + std::strerror(errno));
+    // Nothing to read now: wait for the socket, the stop pipe or the deadline.
+    pollfd p[2] = {{fd_, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    const int ready = ::poll(p, stop_fd >= 0 ? 2 : 1, io::pollTimeoutMs(deadline));
+    if (ready < 0 && errno != EINTR)
+      return ioError(std::string("poll failed: ") + std::strerror(errno));
+    if (stop_fd >= 0 && p[1].revents) {
+      *stopped = true;
+      return okStatus();
+    }
+    if (ready == 0)
+      return ioError("timed out waiting for a frame (" +
+                     std::to_string(header_got_ + body_got_) + " bytes of it arrived)");
   }
+  return okStatus();
+}
+
+Status StepChannel::receiveUnlessStopped(StepCommand* command, std::vector<uint8_t>* payload,
+                                         Clock::time_point deadline, int stop_fd,
+                                         bool* stopped) {
+  *stopped = false;
+  if (fd_ < 0) return ioError("step channel from " + peer_ + " is closed");
+  auto littleEndian = [](const uint8_t* b, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | b[i];
+    return v;
+  };
+  Status s = fill(header_, sizeof(header_), &header_got_, deadline, stop_fd, stopped);
+  if (s.ok() && !*stopped) {
+    // A complete header: check it before trusting its length (resize keeps bytes already
+    // read when this call continues a frame).
+    const uint64_t size = littleEndian(header_ + 8, 8);
+    if (static_cast<uint32_t>(littleEndian(header_, 4)) != kFrameMagic)
+      s = dataLoss("bad frame magic (not an ingot step channel)");
+    else if (size > kStepChannelMaxFrameBytes)
+      s = dataLoss("oversize frame of " + std::to_string(size) + " bytes");
+    else
+      body_.resize(size);
+  }
+  if (s.ok() && !*stopped) s = fill(body_.data(), body_.size(), &body_got_, deadline, stop_fd, stopped);
   if (!s.ok()) return s.withPrefix("step channel from " + peer_);
+  if (*stopped) return okStatus();
+  // A whole frame: hand it out and start the next one afresh.
+  const auto cmd = static_cast<uint32_t>(littleEndian(header_ + 4, 4));
+  header_got_ = 0;
+  body_got_ = 0;
+  payload->swap(body_);
+  body_.clear();
   if (cmd < static_cast<uint32_t>(StepCommand::kHello) ||
-      cmd > static_cast<uint32_t>(StepCommand::kResult))
+      cmd > static_cast<uint32_t>(StepCommand::kGroupBroken))
     return dataLoss("step channel from " + peer_ + ": unknown command " + std::to_string(cmd));
   *command = static_cast<StepCommand>(cmd);
   return okStatus();

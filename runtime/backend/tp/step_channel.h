@@ -15,7 +15,9 @@ namespace ingot {
 
 /// What a frame on a step channel carries. Rank 0 sends kStep, kCopyKvBlocks, kCopyKvSlots
 /// and kShutdown; a worker sends kHello once (its rank and whether its backend came up)
-/// and one kResult per command.
+/// and one kResult per command, or kGroupBroken instead when its part failed after the
+/// step started and broke the group (the same status payload): rank 0 then aborts its own
+/// communicator at once, since NCCL would leave it waiting for this rank until the timeout.
 enum class StepCommand : uint32_t {
   kHello = 1,
   kStep = 2,
@@ -23,6 +25,7 @@ enum class StepCommand : uint32_t {
   kCopyKvSlots = 4,
   kShutdown = 5,
   kResult = 6,
+  kGroupBroken = 7,
 };
 
 /// Largest frame payload accepted: a step's inputs are a few int32 per token plus the
@@ -52,6 +55,10 @@ struct WorkerHello {
   int64_t vocab_size = 0;
   uint64_t matrix_bytes = 0;
   int32_t num_threads = 0;
+  /// The artifact it opened: the header's manifest_xxh64, which covers every tensor's
+  /// checksum, so two files agree on it exactly when they hold the same model and shards
+  /// (cheap: no weight bytes are read). 0 when it could not open the artifact.
+  uint64_t artifact_id = 0;
 };
 std::vector<uint8_t> encodeHello(const WorkerHello& hello);
 Status decodeHello(const std::vector<uint8_t>& payload, WorkerHello* hello);
@@ -78,14 +85,30 @@ class StepChannel {
   /// command: rank 0 going away closes the socket, which ends the wait).
   Status receive(StepCommand* command, std::vector<uint8_t>* payload,
                  Clock::time_point deadline);
+  /// As receive(), but gives up waiting as soon as `stop_fd` is readable (a watch thread's
+  /// stop pipe): then returns ok with *stopped = true and no frame. Bytes already read stay
+  /// here, and the next receive continues the same frame, so a peer that sent part of a
+  /// frame and stalled does not hold the caller, nor lose the frame.
+  Status receiveUnlessStopped(StepCommand* command, std::vector<uint8_t>* payload,
+                              Clock::time_point deadline, int stop_fd, bool* stopped);
   /// Closes the socket now (the peer sees end of stream).
   void close();
   int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
 
  private:
+  /// Reads into buf[*got, want) until full; see receiveUnlessStopped for `stop_fd`.
+  Status fill(uint8_t* buf, size_t want, size_t* got, Clock::time_point deadline, int stop_fd,
+              bool* stopped);
+
   int fd_ = -1;
   std::string peer_;
+  /// The frame being received (it may span several receive calls): the 16-byte header,
+  /// then the payload once the header is complete.
+  uint8_t header_[16] = {};
+  size_t header_got_ = 0;
+  std::vector<uint8_t> body_;
+  size_t body_got_ = 0;
 };
 
 /// Rank 0's listening socket that the workers connect their channels to.
@@ -98,6 +121,8 @@ class StepChannelListener {
   StepChannelListener& operator=(const StepChannelListener&) = delete;
 
   uint16_t port() const { return port_; }
+  /// The listening socket: readable when a worker's connection is waiting (for a watch).
+  int fd() const { return fd_; }
   /// The next connection, or an error once `deadline` passes.
   StatusOr<std::unique_ptr<StepChannel>> accept(StepChannel::Clock::time_point deadline);
 

@@ -85,7 +85,9 @@ TEST(StepChannel, StatusHelloAndKvCommandsRoundTrip) {
   ASSERT_TRUE(decodeStatus(encodeStatus(okStatus()), &out).ok());
   EXPECT_TRUE(out.ok());
 
-  WorkerHello hello{3, notFound("no such file"), 77, 256, 123456789012ull, 5};
+  std::mt19937_64 rng(std::random_device{}());
+  const uint64_t artifact_id = rng();
+  WorkerHello hello{3, notFound("no such file"), 77, 256, 123456789012ull, 5, artifact_id};
   WorkerHello back;
   ASSERT_TRUE(decodeHello(encodeHello(hello), &back).ok());
   EXPECT_EQ(back.rank, 3);
@@ -94,6 +96,7 @@ TEST(StepChannel, StatusHelloAndKvCommandsRoundTrip) {
   EXPECT_EQ(back.vocab_size, 256);
   EXPECT_EQ(back.matrix_bytes, 123456789012ull);
   EXPECT_EQ(back.num_threads, 5);
+  EXPECT_EQ(back.artifact_id, artifact_id);
 
   int64_t src = 0, dst = 0;
   ASSERT_TRUE(decodeKvBlockCopy(encodeKvBlockCopy(-4, 1ll << 40), &src, &dst).ok());

@@ -7,14 +7,22 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/kv_dtype.h"
+#include "runtime/backend/tp/channel_watch.h"
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
+#include "runtime/dist/tcp_socket.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
 namespace {
 
 using Clock = StepChannel::Clock;
+
+/// Keep-alive of the step channel: 15 s idle, then 3 probes 5 s apart (~30 s, the
+/// collective timeout's order).
+constexpr int kKeepAliveIdleS = 15;
+constexpr int kKeepAliveIntervalS = 5;
+constexpr int kKeepAliveCount = 3;
 
 /// The rank's options from the worker's.
 StatusOr<RankOptions> rankOptions(const TpWorkerOptions& o) {
@@ -30,6 +38,7 @@ StatusOr<RankOptions> rankOptions(const TpWorkerOptions& o) {
   if (!kv.ok()) return kv.status();
   r.cpu.kv_dtype = *kv;
   r.chunk_floats = o.chunk_floats;
+  r.nnodes = o.nnodes;
   r.gpu_memory_utilization = o.gpu_memory_utilization;
   r.max_model_len = o.max_model_len;
   r.wrap_communicator = o.wrap_communicator;
@@ -82,6 +91,7 @@ std::vector<std::string> tpWorkerArguments(const TpWorkerOptions& o) {
           "--kv-dtype", o.kv_dtype.empty() ? "artifact" : o.kv_dtype,
           "--timeout-ms", std::to_string(o.timeout.count()),
           "--chunk-floats", std::to_string(o.chunk_floats),
+          "--nnodes", std::to_string(o.nnodes),
           "--device", o.gpu < 0 ? std::string("cpu") : "cuda:" + std::to_string(o.gpu),
           "--gpu-memory-utilization", std::to_string(o.gpu_memory_utilization),
           "--max-model-len", std::to_string(o.max_model_len)};
@@ -92,6 +102,10 @@ Status runTpWorker(const TpWorkerOptions& o) {
   if (o.rank < 1 || o.rank >= o.world_size)
     return invalidArgument("tp-worker: --rank must be in [1, " + std::to_string(o.world_size) +
                            "), got " + std::to_string(o.rank) + " (rank 0 is the server)");
+  if (o.nnodes < 1 || o.world_size % o.nnodes != 0)
+    return invalidArgument("tp-worker: --nnodes " + std::to_string(o.nnodes) +
+                           " does not divide the world of " + std::to_string(o.world_size) +
+                           " ranks");
   StatusOr<std::unique_ptr<TcpStoreClient>> store =
       TcpStoreClient::connect(o.master_addr, o.master_port, o.timeout);
   if (!store.ok()) return store.status().withPrefix(who);
@@ -105,6 +119,7 @@ Status runTpWorker(const TpWorkerOptions& o) {
   Status loaded = artifact.ok() ? (*self)->load(*artifact) : artifact.status();
   WorkerHello hello;
   hello.rank = o.rank;
+  if (artifact.ok()) hello.artifact_id = artifact->header().manifest_xxh64;
   if (loaded.ok()) {
     const Backend& backend = (*self)->backend();
     hello.num_kv_blocks = backend.numKvBlocks();
@@ -124,21 +139,43 @@ Status runTpWorker(const TpWorkerOptions& o) {
   StatusOr<std::unique_ptr<StepChannel>> channel = connectStepChannel(
       o.master_addr, static_cast<uint16_t>(port), Clock::now() + o.timeout);
   if (!channel.ok()) return channel.status().withPrefix(who);
+  // The channel idles between requests; a rank 0 host that vanishes without closing it
+  // (another node's) ends this worker within ~30 s instead of never.
+  INGOT_RETURN_IF_ERROR(tcp_socket::enableKeepAlive((*channel)->fd(), kKeepAliveIdleS,
+                                                    kKeepAliveIntervalS, kKeepAliveCount)
+                            .withPrefix(who + ": step channel"));
   INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kHello, encodeHello(hello),
                                          Clock::now() + o.timeout));
   if (!loaded.ok()) return hello.status.withPrefix(who);
 
   std::vector<float> logits;
   std::vector<uint8_t> payload;
+  const bool watchRank0 = o.watch_rank0.value_or(o.gpu >= 0);
   for (;;) {
     StepCommand command{};
     Status got = (*channel)->receive(&command, &payload, Clock::time_point::max());
     if (!got.ok())
       return failedPrecondition(who + ": rank 0 went away (" + got.message() + ")");
     if (command == StepCommand::kShutdown) return okStatus();
-    const Status result = execute(command, payload, o.rank, **self, logits);
-    INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kResult, encodeStatus(result),
-                                           Clock::now() + o.timeout));
+    Status result;
+    if (watchRank0) {
+      // Rank 0 sends nothing while this rank runs a command, so its channel closing then
+      // means rank 0 died: abort this rank's group at once (NCCL would otherwise keep this
+      // rank inside a collective until the timeout).
+      ChannelWatch watch({(*channel)->fd()}, POLLRDHUP, [&](size_t, short) {
+        (*self)->communicator().abort(failedPrecondition(
+            who + ": rank 0's step channel closed during a step (rank 0 exited?)"));
+        return false;
+      });
+      result = execute(command, payload, o.rank, **self, logits);
+    } else {
+      result = execute(command, payload, o.rank, **self, logits);
+    }
+    // A failure that broke the group says so: rank 0 aborts its own communicator on it.
+    const StepCommand answer = (*self)->communicator().groupStatus().ok()
+                                   ? StepCommand::kResult
+                                   : StepCommand::kGroupBroken;
+    INGOT_RETURN_IF_ERROR((*channel)->send(answer, encodeStatus(result), Clock::now() + o.timeout));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct TpWorkerOptions {
   std::string artifact;
   int32_t rank = -1;
   int32_t world_size = 0;
-  /// Rank 0's TcpStore (numeric IPv4 on this host); the step channel's port is in the
+  /// Rank 0's TcpStore (numeric IPv4; node 0's address); the step channel's port is in the
   /// store under "<group>/step_channel_port".
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 0;
@@ -35,6 +36,8 @@ struct TpWorkerOptions {
   std::chrono::milliseconds timeout{30000};
   /// ShmProcessGroupOptions::chunk_floats; the same on every rank.
   int64_t chunk_floats = int64_t{1} << 20;
+  /// Hosts the group spans (RankOptions::nnodes): above 1, CPU ranks sum over TCP.
+  int32_t nnodes = 1;
   /// -1: a CPU rank. >= 0: a CUDA rank on this GPU, collectives through NCCL (RankBackend).
   int32_t gpu = -1;
   /// CUDA ranks: the fraction of the GPU's memory the rank may fill, and the longest
@@ -44,6 +47,10 @@ struct TpWorkerOptions {
   /// Tests (a worker forked in-process, not from the command line): wraps the rank's
   /// communicator for fault injection; the result must forward to `inner`.
   std::function<std::unique_ptr<Communicator>(Communicator* inner)> wrap_communicator;
+  /// Whether the worker watches rank 0's channel during each command and aborts its group
+  /// when it closes (rank 0 died). Unset: on for CUDA ranks (NCCL would keep this rank in a
+  /// collective until the timeout), off for CPU ranks (the shared-memory group notices).
+  std::optional<bool> watch_rank0;
 };
 
 /// The arguments after the executable that make `ingot tp-worker` run `options`.

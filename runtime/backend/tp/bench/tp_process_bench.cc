@@ -1,12 +1,17 @@
 // Decode step time of a sharded artifact with ranks as threads vs as processes (same run), and
 // how long a killed worker takes to fail the next step.
 //
-//   tp_process_bench [ARTIFACT] [--steps N] [--threads T] [--batch B]
+//   tp_process_bench [ARTIFACT] [--steps N] [--threads T] [--batch B] [--nnodes 2]
 //
 // Without ARTIFACT it writes a TP2 tiny Llama to /tmp and measures that. Steps alternate
-// between the two backends so both see the same machine load; logits are compared too.
+// between the backends so all see the same machine load; logits are compared too. With
+// --nnodes 2 a third backend runs the ranks as two "nodes" on this host (node 1 a forked
+// runWorkerNode, collectives over TCP: TcpProcessGroup) next to the shared-memory ones.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +30,7 @@
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
+#include "runtime/backend/tp/worker_node.h"
 
 namespace {
 
@@ -56,20 +64,35 @@ ingot::StatusOr<pid_t> forkWorker(const ingot::TpWorkerOptions& w) {
   return pid;
 }
 
+/// A loopback port nobody listens on now.
+uint16_t freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path;
-  int steps = 64, threads = 2, batch = 1;
+  int steps = 64, threads = 2, batch = 1, nnodes = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--batch" && i + 1 < argc) batch = std::atoi(argv[++i]);
+    else if (a == "--nnodes" && i + 1 < argc) nnodes = std::atoi(argv[++i]);
     else if (!a.empty() && a[0] != '-') path = a;
     else return die("unknown argument '" + a + "'");
   }
   if (steps < 1 || threads < 1 || batch < 1) return die("--steps, --threads, --batch must be >= 1");
+  if (nnodes != 1 && nnodes != 2) return die("--nnodes must be 1 or 2");
   bool temporary = false;
   if (path.empty()) {
     ingot::testing::LlamaProgramOptions o;
@@ -87,6 +110,27 @@ int main(int argc, char** argv) {
   const int prompt = 32;
   const int per_seq_blocks = (prompt + steps + block_size) / block_size + 1;
 
+  // Node 1 first (forked while this process has no threads yet); it waits for node 0.
+  const uint16_t port = nnodes == 2 ? freePort() : 0;
+  const int world = ingot::tensorParallelWorldSize(*artifact);
+  if (nnodes == 2) {
+    const pid_t node1 = ::fork();
+    if (node1 == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ingot::WorkerNodeOptions n;
+      n.artifact = path;
+      n.world_size = world;
+      n.nnodes = 2;
+      n.node_rank = 1;
+      n.master_addr = "127.0.0.1";
+      n.master_port = port;
+      n.num_threads = std::max(1, threads / 2);
+      n.launch_worker = forkWorker;
+      auto code = ingot::runWorkerNode(n, std::cerr);
+      ::_exit(code.ok() ? *code : 1);
+    }
+  }
+
   ingot::TpCpuBackendOptions to;
   to.cpu.num_threads = threads;
   to.cpu.num_kv_blocks = per_seq_blocks * batch;
@@ -99,10 +143,24 @@ int main(int argc, char** argv) {
   auto process_ranks = ingot::MultiProcessTpBackend::create(*artifact, po);
   if (!process_ranks.ok()) return die(process_ranks.status().message());
 
-  ingot::Backend* backends[2] = {thread_ranks->get(), process_ranks->get()};
+  std::unique_ptr<ingot::MultiProcessTpBackend> two_nodes;
+  if (nnodes == 2) {
+    ingot::MultiProcessTpOptions no = po;
+    no.master_addr = "127.0.0.1";
+    no.master_port = port;
+    no.nnodes = 2;
+    no.cpu.num_threads = std::max(1, threads / 2);  // node 0's share; node 1 has the rest
+    auto b = ingot::MultiProcessTpBackend::create(*artifact, no);
+    if (!b.ok()) return die(b.status().message());
+    two_nodes = std::move(b).value();
+  }
+
+  std::vector<ingot::Backend*> backends = {thread_ranks->get(), process_ranks->get()};
+  if (two_nodes) backends.push_back(two_nodes.get());
+  const int kinds = static_cast<int>(backends.size());
   std::mt19937 rng(1);
   const int vocab = static_cast<int>(backends[0]->vocabSize());
-  std::vector<std::vector<ingot::testing::Sequence>> seqs(2, std::vector<ingot::testing::Sequence>(batch));
+  std::vector<std::vector<ingot::testing::Sequence>> seqs(kinds, std::vector<ingot::testing::Sequence>(batch));
   for (int r = 0; r < batch; ++r) {
     std::vector<int32_t> tokens(prompt);
     for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
@@ -111,11 +169,11 @@ int main(int argc, char** argv) {
       for (int b = 0; b < per_seq_blocks; ++b) s[r].blocks.push_back(r * per_seq_blocks + b);
     }
   }
-  std::vector<double> ms[2];
+  std::vector<std::vector<double>> ms(kinds);
   bool identical = true;
-  std::vector<float> logits[2];
+  std::vector<std::vector<float>> logits(kinds);
   for (int step = 0; step <= steps; ++step) {
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < kinds; ++b) {
       std::vector<ingot::testing::Sequence*> ptrs;
       std::vector<int> counts;
       for (auto& s : seqs[b]) {
@@ -129,7 +187,7 @@ int main(int argc, char** argv) {
       if (!st.ok()) return die(st.message());
       if (step > 0) ms[b].push_back(took);  // step 0 is the prefill
     }
-    identical = identical && logits[0] == logits[1];
+    for (int b = 1; b < kinds; ++b) identical = identical && logits[0] == logits[b];
     // Greedy next token of each request (its last logit row), from the thread ranks.
     const size_t rows_per_request = logits[0].size() / static_cast<size_t>(vocab) / batch;
     for (int r = 0; r < batch; ++r) {
@@ -138,15 +196,19 @@ int main(int argc, char** argv) {
       for (auto& s : seqs) s[r].tokens.push_back(next);
     }
   }
-  const char* names[2] = {"threads", "processes"};
+  const char* names[3] = {"threads", "processes", "two nodes"};
   std::printf("%s: tp %d, %d threads, batch %d, %d decode steps\n", path.c_str(),
               backends[0]->worldSize(), threads, batch, steps);
-  for (int b = 0; b < 2; ++b)
+  for (int b = 0; b < kinds; ++b)
     std::printf("  %-9s  median %.3f ms/step  mean %.3f ms/step  %.1f tokens/s\n", names[b],
                 median(ms[b]), mean(ms[b]), 1000.0 * batch / mean(ms[b]));
   std::printf("  process overhead: %+.1f us/step (median), %+.1f us/step (mean); logits %s\n",
               1000.0 * (median(ms[1]) - median(ms[0])), 1000.0 * (mean(ms[1]) - mean(ms[0])),
               identical ? "bit-identical" : "DIFFER");
+  if (two_nodes)
+    std::printf("  TCP group (two nodes) vs shm group (processes): %+.1f us/step (median), "
+                "%+.1f us/step (mean)\n",
+                1000.0 * (median(ms[2]) - median(ms[1])), 1000.0 * (mean(ms[2]) - mean(ms[1])));
 
   // A worker killed while idle: how long the next step takes to fail.
   auto* mp = static_cast<ingot::MultiProcessTpBackend*>(backends[1]);

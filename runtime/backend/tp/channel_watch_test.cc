@@ -1,0 +1,285 @@
+// Tests of ChannelWatch with a step channel: a peer that sends part of a frame and stalls
+// does not hold the watch's destructor (nor rank 0's call), and the frame survives the
+// interrupted read.
+#include "runtime/backend/tp/channel_watch.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "runtime/backend/testing/llama_program.h"
+#include "runtime/backend/testing/step_builder.h"
+#include "runtime/backend/tp/multi_process_tp_backend.h"
+#include "runtime/backend/tp/rank_backend.h"
+#include "runtime/backend/tp/step_channel.h"
+#include "runtime/dist/tcp_store.h"
+
+namespace ingot {
+namespace {
+
+using Clock = StepChannel::Clock;
+
+/// The bytes StepChannel::send puts on the wire for (command, payload).
+std::vector<uint8_t> frameBytes(StepCommand command, const std::vector<uint8_t>& payload) {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  std::vector<uint8_t> wire;
+  std::thread reader([&] {
+    uint8_t buf[4096];
+    for (ssize_t n; (n = ::read(fds[1], buf, sizeof(buf))) > 0;) wire.insert(wire.end(), buf, buf + n);
+  });
+  {
+    StepChannel writer(fds[0], "test");
+    EXPECT_TRUE(writer.send(command, payload, Clock::now() + std::chrono::seconds(5)).ok());
+  }  // closes fds[0]: the reader sees end of stream
+  reader.join();
+  ::close(fds[1]);
+  return wire;
+}
+
+void writeAllBytes(int fd, const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const ssize_t k = ::write(fd, data, n);
+    ASSERT_GT(k, 0);
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+TEST(ChannelWatch, PartialFrameThenStallDoesNotHoldTheDestructorAndTheFrameSurvives) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<uint8_t> payload(1 + rng() % 5000);
+  for (uint8_t& b : payload) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> frame = frameBytes(StepCommand::kResult, payload);
+  ASSERT_EQ(frame.size(), 16 + payload.size());
+
+  for (int trial = 0; trial < 4; ++trial) {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    StepChannel channel(fds[0], "tp rank 1");
+    // Cut inside the header (trial 0, 1) or inside the payload (trial 2, 3).
+    const size_t cut = trial < 2 ? 1 + rng() % 15 : 16 + rng() % payload.size();
+    writeAllBytes(fds[1], frame.data(), cut);
+
+    std::atomic<bool> entered{false}, stopped_seen{false};
+    Status in_watch = internalError("ready never ran");
+    Clock::time_point asked;
+    {
+      ChannelWatch watch({channel.fd()}, POLLIN, [&](size_t, short) {
+        entered = true;
+        StepCommand command{};
+        std::vector<uint8_t> got;
+        bool stopped = false;
+        // A 30 s deadline, as rank 0's collect uses: only the stop pipe can end this early.
+        in_watch = channel.receiveUnlessStopped(&command, &got, Clock::now() + std::chrono::seconds(30),
+                                                watch.stopFd(), &stopped);
+        stopped_seen = stopped;
+        return false;
+      });
+      while (!entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));  // now blocked on the stall
+      asked = Clock::now();
+    }
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - asked).count();
+    EXPECT_LT(ms, 100.0) << "the watch's destructor waited on a stalled peer (cut " << cut << ")";
+    EXPECT_TRUE(in_watch.ok()) << in_watch.message();
+    EXPECT_TRUE(stopped_seen) << "the read did not give way to the stop request";
+
+    // The rest arrives later: the next receive completes the same frame, byte for byte.
+    writeAllBytes(fds[1], frame.data() + cut, frame.size() - cut);
+    StepCommand command{};
+    std::vector<uint8_t> got(7, 0xEE);  // poison
+    Status s = channel.receive(&command, &got, Clock::now() + std::chrono::seconds(5));
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(command, StepCommand::kResult);
+    EXPECT_EQ(got, payload) << "cut " << cut;
+    ::close(fds[1]);
+  }
+}
+
+TEST(ChannelWatch, AStopRequestDoesNotCutAFrameThatIsAlreadyThere) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<uint8_t> payload(rng() % 300);
+  for (uint8_t& b : payload) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> frame = frameBytes(StepCommand::kGroupBroken, payload);
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  StepChannel channel(fds[0], "tp rank 2");
+  writeAllBytes(fds[1], frame.data(), frame.size());
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
+  ASSERT_EQ(::write(stop[1], "x", 1), 1);  // stop already requested
+  StepCommand command{};
+  std::vector<uint8_t> got;
+  bool stopped = true;
+  Status s = channel.receiveUnlessStopped(&command, &got, Clock::now() + std::chrono::seconds(5),
+                                          stop[0], &stopped);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(stopped) << "a whole frame was waiting; reading it needs no wait";
+  EXPECT_EQ(command, StepCommand::kGroupBroken);
+  EXPECT_EQ(got, payload);
+  // Nothing more to read: now the stop request ends the wait at once, with no frame.
+  const auto start = Clock::now();
+  s = channel.receiveUnlessStopped(&command, &got, Clock::now() + std::chrono::seconds(30),
+                                   stop[0], &stopped);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(stopped);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(100));
+  ::close(stop[0]);
+  ::close(stop[1]);
+  ::close(fds[1]);
+}
+
+/// Rank 0's communicator whose first all_reduce blocks until abort() (as an NCCL collective
+/// whose peer does not come), after `on_hang` runs.
+class HangingCommunicator final : public Communicator {
+ public:
+  explicit HangingCommunicator(Communicator* inner) : inner_(inner) {}
+  int rank() const override { return inner_->rank(); }
+  int worldSize() const override { return inner_->worldSize(); }
+  Status allReduceSum(float* data, int64_t n) override {
+    if (calls_++ > 0) return inner_->allReduceSum(data, n);
+    if (on_hang) on_hang();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(15), [&] { return aborted_; });
+    return aborted_ ? inner_->groupStatus() : failedPrecondition("nobody aborted the hang");
+  }
+  Status allGather(const float* in, int64_t n, float* out) override {
+    return inner_->allGather(in, n, out);
+  }
+  Status barrier() override { return inner_->barrier(); }
+  void abort(const Status& error) override {
+    inner_->abort(error);
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+  }
+  Status groupStatus() const override { return inner_->groupStatus(); }
+
+  std::function<void()> on_hang;
+
+ private:
+  Communicator* inner_;
+  int calls_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool aborted_ = false;
+};
+
+/// A worker rank that joins, loads and says hello as runTpWorker does, then answers its
+/// first command with only part of a kResult frame and stalls (until killed).
+Status stallMidAnswer(const TpWorkerOptions& w) {
+  INGOT_ASSIGN_OR_RETURN(std::unique_ptr<TcpStoreClient> store,
+                         TcpStoreClient::connect(w.master_addr, w.master_port, w.timeout));
+  RankOptions r;
+  r.rank = w.rank;
+  r.world_size = w.world_size;
+  r.group = w.group;
+  r.timeout = w.timeout;
+  r.cpu.num_threads = w.num_threads;
+  r.cpu.num_kv_blocks = w.num_kv_blocks;
+  r.chunk_floats = w.chunk_floats;
+  r.nnodes = w.nnodes;
+  INGOT_ASSIGN_OR_RETURN(std::unique_ptr<RankBackend> self, RankBackend::join(*store, r));
+  INGOT_ASSIGN_OR_RETURN(Artifact artifact, Artifact::open(w.artifact));
+  INGOT_RETURN_IF_ERROR(self->load(artifact));
+  WorkerHello hello;
+  hello.rank = w.rank;
+  hello.num_kv_blocks = self->backend().numKvBlocks();
+  hello.vocab_size = self->backend().vocabSize();
+  hello.num_threads = self->backend().numThreads();
+  hello.artifact_id = artifact.header().manifest_xxh64;
+  INGOT_ASSIGN_OR_RETURN(std::vector<uint8_t> port, store->get(w.group + "/step_channel_port", w.timeout));
+  const auto port_number = static_cast<uint16_t>(std::stoi(std::string(port.begin(), port.end())));
+  INGOT_ASSIGN_OR_RETURN(std::unique_ptr<StepChannel> channel,
+                         connectStepChannel(w.master_addr, port_number, Clock::now() + w.timeout));
+  INGOT_RETURN_IF_ERROR(channel->send(StepCommand::kHello, encodeHello(hello), Clock::now() + w.timeout));
+  StepCommand command{};
+  std::vector<uint8_t> payload;
+  INGOT_RETURN_IF_ERROR(channel->receive(&command, &payload, Clock::now() + w.timeout));
+  const std::vector<uint8_t> answer = frameBytes(StepCommand::kResult, encodeStatus(okStatus()));
+  if (::send(channel->fd(), answer.data(), answer.size() / 2, MSG_NOSIGNAL) <= 0)
+    return ioError("could not send half an answer");
+  std::this_thread::sleep_for(std::chrono::seconds(60));  // rank 0's destructor kills it first
+  return okStatus();
+}
+
+TEST(ChannelWatch, WorkerStalledMidAnswerDoesNotHoldRankZerosFailedCall) {
+  testing::LlamaProgramOptions lo;
+  lo.tp = 2;
+  lo.seed = std::random_device{}();
+  lo.block_size = 16;
+  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(lo);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  const std::string path = ::testing::TempDir() + "stall-" + std::to_string(::getpid()) + ".ingot";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+  StatusOr<Artifact> artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.ok()) << artifact.status().message();
+
+  MultiProcessTpOptions o;
+  o.artifact_path = path;
+  o.cpu.num_threads = 1;
+  o.cpu.num_kv_blocks = 32;
+  o.timeout = std::chrono::seconds(20);
+  o.watch_workers = true;
+  o.launch_worker = [](const TpWorkerOptions& w) -> StatusOr<pid_t> {
+    const pid_t pid = ::fork();
+    if (pid < 0) return ioError("fork failed");
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const Status s = stallMidAnswer(w);
+      if (!s.ok()) std::fprintf(stderr, "stalling worker: %s\n", s.message().c_str());
+      ::_exit(s.ok() ? 0 : 1);
+    }
+    return pid;
+  };
+  HangingCommunicator* hanging = nullptr;
+  o.wrap_rank0_communicator = [&](Communicator* inner) {
+    auto c = std::make_unique<HangingCommunicator>(inner);
+    hanging = c.get();
+    return c;
+  };
+  auto processes = MultiProcessTpBackend::create(*artifact, o);
+  ASSERT_TRUE(processes.ok()) << processes.status().message();
+  ASSERT_NE(hanging, nullptr);
+  // Rank 0's own part fails (its group aborted) once the worker's half answer is in the watch's read.
+  Clock::time_point aborted{};
+  hanging->on_hang = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    aborted = Clock::now();
+    hanging->abort(internalError("rank 0's own part failed"));
+  };
+  testing::Sequence seq;
+  seq.tokens = {1, 2, 3};
+  seq.blocks = {0};
+  std::vector<testing::Sequence*> one = {&seq};
+  std::vector<float> logits;
+  const Status st = (*processes)->step(testing::makeStep(one, {3}, 16), &logits);
+  ASSERT_FALSE(st.ok());
+  ASSERT_NE(aborted, Clock::time_point{}) << "rank 0 never reached its first sum: " << st.message();
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - aborted).count();
+  EXPECT_NE(st.message().find("rank 0's own part failed"), std::string::npos) << st.message();
+  // The broken group's grace (200 ms) bounds the wait for the stalled answer, not the 20 s
+  // timeout that a watch read blocked on the half frame would impose.
+  EXPECT_LT(ms, 1500.0) << "the stalled half answer held rank 0's call";
+  std::printf("[ measured ] rank 0's failed call returned %.1f ms after its abort, a worker "
+              "stalled mid-answer (timeout 20000 ms)\n", ms);
+  processes->reset();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace ingot
