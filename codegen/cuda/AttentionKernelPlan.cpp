@@ -28,7 +28,8 @@ attentionKernelUnits(const std::string &variantName, const std::vector<uint8_t> 
   std::vector<AttentionKernelUnit> units;
   auto add = [&](AttentionKernelKind kind, std::string name, uint32_t threads) -> Status {
     StatusOr<std::string> source = attentionKernelUnit(*variant, variantName, kind, shape.dtype,
-                                                       shape.headDim, shape.group);
+                                                       shape.headDim, shape.group,
+                                                       shape.kvFp8);
     if (!source.ok())
       return source.status();
     AttentionKernelUnit unit;
@@ -39,7 +40,7 @@ attentionKernelUnits(const std::string &variantName, const std::vector<uint8_t> 
     units.push_back(std::move(unit));
     return okStatus();
   };
-  const DecodeInstance decode{shape.dtype, shape.headDim, shape.group};
+  const DecodeInstance decode{shape.dtype, shape.headDim, shape.group, shape.kvFp8};
   if (Status s = add(AttentionKernelKind::kDecode, decodeKernelName(variantName, decode),
                      kDecodeThreads);
       !s.ok())
@@ -50,7 +51,7 @@ attentionKernelUnits(const std::string &variantName, const std::vector<uint8_t> 
       !s.ok())
     return s;
   if (prefill) {
-    const PrefillInstance in{shape.headDim, shape.group};
+    const PrefillInstance in{shape.headDim, shape.group, shape.kvFp8};
     if (Status s = add(AttentionKernelKind::kPrefill, prefillKernelName(variantName, in),
                        kPrefillThreads);
         !s.ok())

@@ -24,6 +24,8 @@ struct AttentionShape {
   AttentionDtype dtype = AttentionDtype::kBF16;
   int headDim = 128;
   int group = 1;
+  /// The KV pool holds fp8 E4M3 codes with per-block-head scales (`--kv-dtype fp8`).
+  bool kvFp8 = false;
 };
 
 /// One kernel to compile: its symbol (extern "C", also the KernelDef name), launch shape
@@ -44,8 +46,9 @@ std::string unsupportedAttentionShape(const AttentionShape &shape);
 /// The kernels of variant `variantName` (a C identifier; its struct is emitted from the mask
 /// and score bytecode, both may be empty) for `shape`: the split-KV decode kernel and its
 /// combine kernel always (the decode kernel takes any number of new tokens per request, so
-/// it also serves prefill), and for bf16 with head dim 64 or 128 the tensor-core prefill and
-/// its block-mask kernel. Fails on an unsupported shape or bytecode the emitter refuses.
+/// it also serves prefill), and for bf16 with head dim 64 or 128 the tensor-core prefill
+/// (reading an fp8 pool where shape.kvFp8) and its block-mask kernel (the same for both
+/// pool types). Fails on an unsupported shape or bytecode the emitter refuses.
 StatusOr<std::vector<AttentionKernelUnit>>
 attentionKernelUnits(const std::string &variantName, const std::vector<uint8_t> &maskBytecode,
                      const std::vector<uint8_t> &scoreBytecode, const AttentionShape &shape);

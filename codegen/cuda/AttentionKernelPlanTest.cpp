@@ -68,6 +68,32 @@ TEST(AttentionKernelPlan, F32GetsDecodeAndCombineOnly) {
   EXPECT_EQ(units->size(), 2u);
 }
 
+TEST(AttentionKernelPlan, Fp8KvGetsItsOwnDecodeTheSharedCombineAndNoPrefill) {
+  StatusOr<std::vector<AttentionKernelUnit>> units =
+      attentionKernelUnits("dense", {}, {}, {AttentionDtype::kF32, 64, 3, true});
+  ASSERT_TRUE(units.ok()) << units.status().message();
+  ASSERT_EQ(units->size(), 2u);
+  EXPECT_EQ((*units)[0].name, "ingot_decode_dense_f32_kvfp8_d64_g3");
+  EXPECT_NE((*units)[0].source.find("ingot::attn::pagedDecode<dense, float, 64, 3, true>"),
+            std::string::npos);
+  EXPECT_NE((*units)[0].source.find("storeFp8Vec"), std::string::npos) << "kv_fp8.cuh inlined";
+  EXPECT_EQ((*units)[1].name, "ingot_decode_combine_f32_d64") << "partials are f32 either way";
+  // bf16 queries with an fp8 pool: the tensor-core prefill reads fp8 too; the block mask
+  // reads no KV and is the f32-pool one (same name, same source).
+  units = attentionKernelUnits("dense", {}, {}, {AttentionDtype::kBF16, 128, 4, true});
+  ASSERT_TRUE(units.ok());
+  ASSERT_EQ(units->size(), 4u);
+  EXPECT_EQ((*units)[0].name, "ingot_decode_dense_bf16_kvfp8_d128_g4");
+  EXPECT_EQ((*units)[2].name, "ingot_prefill_dense_bf16_kvfp8_d128_g4");
+  EXPECT_NE((*units)[2].source.find("ingot::attn::pagedPrefill<dense, 128, 4, true>"),
+            std::string::npos);
+  EXPECT_EQ((*units)[3].name, "ingot_block_mask_dense_d128_g4");
+  StatusOr<std::vector<AttentionKernelUnit>> plain =
+      attentionKernelUnits("dense", {}, {}, {AttentionDtype::kBF16, 128, 4});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)[3].source, (*units)[3].source);
+}
+
 TEST(AttentionKernelPlan, UnsupportedShapesSayWhy) {
   EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 128, 4}), "");
   EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 256, 4}),

@@ -66,7 +66,8 @@ std::string prelude(const std::string &variantText, const std::string &variantNa
                     " (assembled by codegen/cuda/AttentionKernelSource).\n";
   for (const char *path :
        {"codegen/cuda/kernels/region_operands.h", "codegen/cuda/kernels/region_ops.h",
-        "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/paged_decode.cuh",
+        "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/kv_fp8.cuh",
+        "codegen/cuda/kernels/paged_decode.cuh",
         "codegen/cuda/kernels/paged_prefill.cuh"})
     src += inlined(path);
   if (!variantName.empty()) {
@@ -87,7 +88,7 @@ std::string decodeKernel(const std::string &variantName, const DecodeInstance &i
          "(const ingot::attn::PagedAttentionParams p, const ingot::rgn::RegionOperands "
          "ops) {\n  ingot::attn::pagedDecode<" +
          variantName + ", " + dtypeType(in.dtype) + ", " + std::to_string(in.headDim) + ", " +
-         std::to_string(in.group) + ">(p, ops);\n}\n";
+         std::to_string(in.group) + (in.kvFp8 ? ", true" : "") + ">(p, ops);\n}\n";
 }
 
 std::string combineKernel(AttentionDtype dtype, int headDim) {
@@ -103,7 +104,7 @@ const char *kPrefillParams = "(const ingot::attn::PagedAttentionParams p, const 
 
 std::string prefillArgs(const std::string &variantName, const PrefillInstance &in) {
   return variantName + ", " + std::to_string(in.headDim) + ", " + std::to_string(in.group) +
-         ">(p, ops);\n}\n";
+         (in.kvFp8 ? ", true" : "") + ">(p, ops);\n}\n";
 }
 
 std::string prefillKernel(const std::string &variantName, const PrefillInstance &in) {
@@ -112,7 +113,8 @@ std::string prefillKernel(const std::string &variantName, const PrefillInstance 
          kPrefillParams + "ingot::attn::pagedPrefill<" + prefillArgs(variantName, in);
 }
 
-std::string blockMaskKernel(const std::string &variantName, const PrefillInstance &in) {
+std::string blockMaskKernel(const std::string &variantName, PrefillInstance in) {
+  in.kvFp8 = false;  // the mask reads no KV: one kernel for both pool types
   return "extern \"C\" __global__ void __launch_bounds__(" +
          std::to_string(kPrefillThreads) + ") " + blockMaskKernelName(variantName, in) +
          kPrefillParams + "ingot::attn::blockMask<" + prefillArgs(variantName, in);
@@ -127,7 +129,8 @@ const std::string &embeddedKernelHeader(const std::string &path) {
 }
 
 std::string decodeKernelName(const std::string &variant, const DecodeInstance &instance) {
-  return "ingot_decode_" + variant + "_" + dtypeName(instance.dtype) + "_d" +
+  return "ingot_decode_" + variant + "_" + dtypeName(instance.dtype) +
+         (instance.kvFp8 ? "_kvfp8" : "") + "_d" +
          std::to_string(instance.headDim) + "_g" + std::to_string(instance.group);
 }
 
@@ -137,7 +140,8 @@ std::string combineKernelName(AttentionDtype dtype, int headDim) {
 }
 
 std::string prefillKernelName(const std::string &variant, const PrefillInstance &instance) {
-  return "ingot_prefill_" + variant + "_bf16_d" + std::to_string(instance.headDim) + "_g" +
+  return "ingot_prefill_" + variant + (instance.kvFp8 ? "_bf16_kvfp8_d" : "_bf16_d") +
+         std::to_string(instance.headDim) + "_g" +
          std::to_string(instance.group);
 }
 
@@ -166,26 +170,31 @@ StatusOr<std::string> attentionKernelSource(const std::string &variantText,
   }
   for (auto [dtype, headDim] : combines)
     src += combineKernel(dtype, headDim);
-  for (const PrefillInstance &in : prefill)
-    src += prefillKernel(variantName, in) + blockMaskKernel(variantName, in);
+  std::set<std::pair<int, int>> masks;
+  for (const PrefillInstance &in : prefill) {
+    src += prefillKernel(variantName, in);
+    if (masks.insert({in.headDim, in.group}).second)
+      src += blockMaskKernel(variantName, in);
+  }
   return src;
 }
 
 StatusOr<std::string> attentionKernelUnit(const std::string &variantText,
                                           const std::string &variantName,
                                           AttentionKernelKind kind, AttentionDtype dtype,
-                                          int headDim, int group) {
+                                          int headDim, int group, bool kvFp8) {
   if (kind == AttentionKernelKind::kDecode || kind == AttentionKernelKind::kCombine) {
     if (Status s = checkDecode({dtype, headDim, kind == AttentionKernelKind::kCombine ? 1 : group});
         !s.ok())
       return s;
     if (kind == AttentionKernelKind::kCombine)
       return prelude("", "") + combineKernel(dtype, headDim);
-    return prelude(variantText, variantName) + decodeKernel(variantName, {dtype, headDim, group});
+    return prelude(variantText, variantName) +
+           decodeKernel(variantName, {dtype, headDim, group, kvFp8});
   }
   if (dtype != AttentionDtype::kBF16)
     return invalidArgument("paged prefill kernel: the element type must be bf16");
-  PrefillInstance in{headDim, group};
+  PrefillInstance in{headDim, group, kind == AttentionKernelKind::kPrefill && kvFp8};
   if (Status s = checkPrefill(in); !s.ok())
     return s;
   return prelude(variantText, variantName) + (kind == AttentionKernelKind::kPrefill

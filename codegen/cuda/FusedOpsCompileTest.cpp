@@ -1,7 +1,8 @@
 //===- FusedOpsCompileTest.cpp - fused kernels compile for every target, no GPU needed ===//
 //
 // The fused elementwise kernels (rms_norm + residual, rope + KV write, silu_mul, embedding,
-// add, add_bias, to_bf16, gather_rows; f32 and bf16; token sampling, f32 only) compile with
+// add, add_bias, to_bf16, gather_rows; f32 and bf16; token sampling and the fp8 KV write,
+// f32 only) compile with
 // NVRTC in one translation unit for every default target, each
 // entry point is in every binary, and ptxas -v finds no register spills and no stack frame
 // on any default cubin target (sm_80, sm_89, sm_90a, sm_100f, sm_120f). Prints the
@@ -100,6 +101,19 @@ TEST(FusedOpsCompile, SamplingKernelIsF32OnlyAndBringsItsHeader) {
   const std::string bf16 = fusedOpsSource({}, {AttentionDtype::kBF16});
   EXPECT_EQ(bf16.find("ingot_fused_sample"), std::string::npos);
   EXPECT_EQ(bf16.find("kernels/sampling.cuh"), std::string::npos);
+}
+
+TEST(FusedOpsCompile, Fp8KvWriteIsF32OnlyAndBringsItsHeader) {
+  EXPECT_TRUE(fusedOpHasEntryPoint(FusedOp::kKvWriteFp8, AttentionDtype::kF32));
+  EXPECT_FALSE(fusedOpHasEntryPoint(FusedOp::kKvWriteFp8, AttentionDtype::kBF16));
+  EXPECT_EQ(fusedKernelName(FusedOp::kKvWriteFp8, AttentionDtype::kF32),
+            "ingot_fused_kv_write_fp8_f32");
+  const std::string src = fusedOpsSource({FusedOp::kKvWriteFp8}, {AttentionDtype::kF32});
+  EXPECT_NE(src.find("ingot_fused_kv_write_fp8_f32(ingot::kvfp8::KvFp8WriteParams p)"),
+            std::string::npos);
+  EXPECT_NE(src.find("// ---- codegen/cuda/kernels/kv_fp8.cuh"), std::string::npos);
+  EXPECT_EQ(fusedOpsSource({FusedOp::kAdd}, {AttentionDtype::kF32}).find("kernels/kv_fp8.cuh"),
+            std::string::npos);
 }
 
 } // namespace

@@ -17,6 +17,7 @@ const char *opName(FusedOp op) {
   case FusedOp::kToBf16: return "to_bf16";
   case FusedOp::kGatherRows: return "gather_rows";
   case FusedOp::kSample: return "sample";
+  case FusedOp::kKvWriteFp8: return "kv_write_fp8";
   }
   return "unknown";
 }
@@ -59,6 +60,11 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
     // no goal; without it ptxas (CUDA 13) holds some targets to 64 registers and spills.
     return "extern \"C\" __global__ void __launch_bounds__(ingot::sampling::kSampleThreads, 1) " +
            name + "(ingot::sampling::SampleParams p) {\n  ingot::sampling::sampleRows(p);\n}\n";
+  case FusedOp::kKvWriteFp8:
+    // Minimum 1 CTA per SM, as for sampling: with the bare bound ptxas (CUDA 13) holds it to
+    // 40 registers and spills 8-16 bytes on sm_90a / sm_100f / sm_120f; it then takes ~54.
+    return "extern \"C\" __global__ void __launch_bounds__(ingot::fused::kFusedThreads, 1) " +
+           name + "(ingot::kvfp8::KvFp8WriteParams p) {\n  ingot::kvfp8::kvWriteFp8(p);\n}\n";
   }
   return "";
 }
@@ -69,12 +75,13 @@ const std::vector<FusedOp> &allFusedOps() {
   static const std::vector<FusedOp> ops = {
       FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite, FusedOp::kSiluMul,
       FusedOp::kEmbedding,       FusedOp::kAdd,         FusedOp::kAddBias,
-      FusedOp::kToBf16,          FusedOp::kGatherRows,  FusedOp::kSample};
+      FusedOp::kToBf16,          FusedOp::kGatherRows,  FusedOp::kSample,
+      FusedOp::kKvWriteFp8};
   return ops;
 }
 
 bool fusedOpHasEntryPoint(FusedOp op, AttentionDtype dtype) {
-  return op != FusedOp::kSample || dtype == AttentionDtype::kF32;
+  return (op != FusedOp::kSample && op != FusedOp::kKvWriteFp8) || dtype == AttentionDtype::kF32;
 }
 
 std::string fusedKernelName(FusedOp op, AttentionDtype dtype) {
@@ -88,17 +95,19 @@ std::string fusedOpsSource(const std::vector<FusedOp> &ops,
       dtypes.empty() ? std::vector<AttentionDtype>{AttentionDtype::kF32, AttentionDtype::kBF16}
                      : dtypes;
   std::string entries;
-  bool sampling = false;
+  bool sampling = false, kvFp8 = false;
   for (FusedOp op : ops.empty() ? allFusedOps() : ops)
     for (AttentionDtype dtype : types) {
       if (!fusedOpHasEntryPoint(op, dtype)) continue;
       sampling |= op == FusedOp::kSample;
+      kvFp8 |= op == FusedOp::kKvWriteFp8;
       entries += entryPoint(op, fusedKernelName(op, dtype),
                             dtype == AttentionDtype::kF32 ? "float" : "__nv_bfloat16");
     }
   std::string src = "// Fused elementwise kernels (assembled by codegen/cuda/FusedOpsSource).\n";
   std::vector<std::string> paths = {"codegen/cuda/kernels/fused_ops.cuh"};
   if (sampling) paths.push_back("codegen/cuda/kernels/sampling.cuh");
+  if (kvFp8) paths.push_back("codegen/cuda/kernels/kv_fp8.cuh");
   for (const std::string &path : paths) {
     src += "// ---- " + path + "\n";
     std::istringstream in(embeddedKernelHeader(path));

@@ -32,6 +32,10 @@ namespace ingot::codegen {
 ///   kSample:          f32 only (logits are f32 whatever the activations); grid rows;
 ///                     args (sampling::SampleParams, kernels/sampling.cuh): the token of
 ///                     each logit row under its sampling::RowParams, as the CPU Sampler
+///   kKvWriteFp8:      f32 only; grid (kvfp8::kvFp8WriteGridX(kv heads, 8),
+///                     kvfp8::kvFp8WriteGridY(runs)); args
+///                     (kvfp8::KvFp8WriteParams, kernels/kv_fp8.cuh): K and V rows
+///                     appended to an fp8 pool, the CPU's bytes exactly
 /// fusedGridSize (kernels/fused_ops.cuh) = min(ceil(count / 256), 65535 * 4), at least 1;
 /// any other grid is correct too (grid-stride loops), just not the tuned choice.
 enum class FusedOp {
@@ -44,18 +48,20 @@ enum class FusedOp {
   kToBf16,
   kGatherRows,
   kSample,
+  kKvWriteFp8,
 };
 
 /// Every op, in declaration order.
 const std::vector<FusedOp> &allFusedOps();
 
-/// Whether `op` has an entry point for `dtype` (kSample has only the f32 one).
+/// Whether `op` has an entry point for `dtype` (kSample and kKvWriteFp8 have only f32 ones).
 bool fusedOpHasEntryPoint(FusedOp op, AttentionDtype dtype);
 
 /// The entry point of `op` for `dtype`, e.g. "ingot_fused_rms_norm_residual_bf16".
 std::string fusedKernelName(FusedOp op, AttentionDtype dtype);
 
-/// The translation unit: the fused_ops.cuh text (and sampling.cuh's where kSample is in)
+/// The translation unit: the fused_ops.cuh text (and sampling.cuh's where kSample is in,
+/// kv_fp8.cuh's where kKvWriteFp8 is)
 /// and the entry points of `ops` for each of `dtypes` that have one (all ops and both
 /// types when empty).
 std::string fusedOpsSource(const std::vector<FusedOp> &ops = {},

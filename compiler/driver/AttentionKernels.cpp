@@ -119,7 +119,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
   };
 
   // 1. The kernels each (variant, shape) needs, and which steps use which decode kernel.
-  using ShapeKey = std::tuple<int32_t, codegen::AttentionDtype, int, int>;
+  using ShapeKey = std::tuple<int32_t, codegen::AttentionDtype, int, int, bool>;
   std::map<ShapeKey, std::string> decodeOf; // "" = no kernels for the shape
   std::vector<PendingKernel> pending;
   std::map<std::string, size_t> pendingByName;
@@ -161,10 +161,12 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
           std::to_string(*heads / *kvHeads) + " query heads per kv head, " +
           dtypeName(queryType) + " queries and " + dtypeName(*cacheType) + " KV cache";
       const char *cpuOnly = "; these steps run on the CPU backend only";
-      if (queryType != *cacheType ||
+      const bool kvFp8 = *cacheType == schema::DType::F8E4M3FN;
+      if ((queryType != *cacheType && !kvFp8) ||
           (queryType != schema::DType::F32 && queryType != schema::DType::BF16)) {
         warn("no CUDA kernels for " + shapeText +
-             ": the kernels take f32 or bf16, the same for queries and KV cache" + cpuOnly);
+             ": the kernels take f32 or bf16 queries and the same or an fp8 KV cache" +
+             cpuOnly);
         continue;
       }
       codegen::AttentionShape shape;
@@ -172,6 +174,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
                                                     : codegen::AttentionDtype::kBF16;
       shape.headDim = static_cast<int>(*headDim);
       shape.group = static_cast<int>(*heads / *kvHeads);
+      shape.kvFp8 = kvFp8;
       if (std::string why = codegen::unsupportedAttentionShape(shape); !why.empty()) {
         warn("no CUDA kernels for " + shapeText + ": " + why + cpuOnly);
         continue;
@@ -179,7 +182,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
       if (!isIdentifier(variantName))
         return invalidArgument(where + ": variant name '" + variantName +
                                "' is not a C identifier, so it cannot name CUDA kernels");
-      ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group};
+      ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group, kvFp8};
       auto it = decodeOf.find(key);
       if (it == decodeOf.end()) {
         std::vector<uint8_t> none;

@@ -50,19 +50,28 @@ Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
     std::vector<codegen::FusedOp> ops;
     std::string name, source;
   };
+  // The fp8 KV write only where a program's KV cache is fp8 (`--kv-dtype fp8`).
+  bool fp8Kv = false;
+  for (const Program &program : writer.contents().programs)
+    for (const Buffer &buffer : program.buffers)
+      fp8Kv |= buffer.kind == schema::BufferKind::KvCache &&
+               buffer.dtype == schema::DType::F8E4M3FN;
+  auto wanted = [&](codegen::FusedOp op) {
+    return op != codegen::FusedOp::kKvWriteFp8 || fp8Kv;
+  };
   std::vector<Unit> units;
   for (codegen::AttentionDtype dtype : dtypes) {
     Unit unit{dtype, {}, dtype == codegen::AttentionDtype::kF32 ? "ingot_fused_ops_f32"
                                                                  : "ingot_fused_ops_bf16", ""};
     for (codegen::FusedOp op : codegen::allFusedOps())
-      if (codegen::fusedOpHasEntryPoint(op, dtype))
+      if (codegen::fusedOpHasEntryPoint(op, dtype) && wanted(op))
         unit.ops.push_back(op);
     units.push_back(std::move(unit));
   }
   if (dtypes.front() != codegen::AttentionDtype::kF32) {
     Unit unit{codegen::AttentionDtype::kF32, {}, "ingot_fused_f32_only_ops", ""};
     for (codegen::FusedOp op : codegen::allFusedOps())
-      if (!codegen::fusedOpHasEntryPoint(op, codegen::AttentionDtype::kBF16))
+      if (!codegen::fusedOpHasEntryPoint(op, codegen::AttentionDtype::kBF16) && wanted(op))
         unit.ops.push_back(op);
     units.push_back(std::move(unit));
   }

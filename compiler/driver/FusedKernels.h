@@ -25,7 +25,8 @@ std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &c
 
 /// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
 /// for each of fusedKernelDtypes that has one (codegen::fusedOpHasEntryPoint), plus the f32
-/// sampling kernel whatever the activations' type, as a KernelDef of 256 threads without dynamic shared memory,
+/// sampling kernel whatever the activations' type (and the f32 fp8 KV write only when a
+/// program's kv_cache buffer is f8E4M3FN), as a KernelDef of 256 threads without dynamic shared memory,
 /// whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once

@@ -64,9 +64,12 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
   CudaKernelReport report;
   Status s = addFusedKernels(writer, options, &report);
   ASSERT_TRUE(s.ok()) << s.message();
-  // The f32 unit has every op, the bf16 unit every op but the f32-only sampling kernel.
+  // The f32 unit has every op but the fp8 KV write (no fp8 KV cache here), the bf16 unit
+  // every op but the f32-only sampling kernel.
   std::vector<std::string> f32Names, bf16Names;
   for (codegen::FusedOp op : codegen::allFusedOps()) {
+    if (op == codegen::FusedOp::kKvWriteFp8)
+      continue;
     f32Names.push_back(codegen::fusedKernelName(op, AttentionDtype::kF32));
     if (codegen::fusedOpHasEntryPoint(op, AttentionDtype::kBF16))
       bf16Names.push_back(codegen::fusedKernelName(op, AttentionDtype::kBF16));
@@ -125,6 +128,27 @@ TEST(FusedKernels, Bf16OnlyArtifactStillGetsTheF32SamplingKernel) {
     EXPECT_NE(kernels[i].binaries[0].data, sample.binaries[0].data) << kernels[i].name;
   }
   EXPECT_EQ(report.compiles, 2u) << "the bf16 unit and the f32-only unit";
+}
+
+TEST(FusedKernels, AnFp8KvCacheBringsTheFp8KvWriteIntoTheF32Unit) {
+  if (!cudaCodegenAvailable())
+    GTEST_SKIP() << "this build has no NVRTC";
+  ArtifactWriter writer;
+  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
+                                 {schema::BufferKind::KvCache, schema::DType::F8E4M3FN}}));
+  CudaKernelReport report;
+  Status s = addFusedKernels(writer, {{"compute_80"}, ""}, &report);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::vector<Kernel> &kernels = writer.contents().kernels;
+  ASSERT_EQ(kernels.size(), codegen::allFusedOps().size());
+  const Kernel &write = kernels.back();
+  EXPECT_EQ(write.name, "ingot_fused_kv_write_fp8_f32");
+  EXPECT_EQ(write.blockDim, (std::vector<uint32_t>{256, 1, 1}));
+  ASSERT_EQ(write.binaries.size(), 1u);
+  const std::string ptx(write.binaries[0].data.begin(), write.binaries[0].data.end());
+  EXPECT_NE(ptx.find(".entry ingot_fused_kv_write_fp8_f32"), std::string::npos);
+  EXPECT_EQ(write.binaries[0].data, kernels.front().binaries[0].data) << "one f32 unit";
+  EXPECT_EQ(report.compiles, 1u);
 }
 
 } // namespace

@@ -43,6 +43,10 @@ struct PagedAttentionParams {
   unsigned char *block_classes;
   int q_tiles;
   int k_tiles;
+  /// An fp8 pool (kernels instantiated with an fp8 KV cache, kernels/kv_fp8.cuh): kv_cache
+  /// holds E4M3 codes and this one f32 scale per (block, layer, K/V, kv head); null for an
+  /// f32 / bf16 pool.
+  const float *kv_scales;
 };
 
 /// Classes of a (query tile, key tile) pair in the block mask.

@@ -5,7 +5,8 @@
 // request has in this step against the split's keys: rows are (token i, group head j),
 // r = i * G + j, so the K/V a CTA loads serve all G query heads of the kv head (GQA packed)
 // and all 1..N new tokens (N > 1: speculative verification, chunk tails). Per key tile:
-// K and V rows of the paged pool are gathered into shared memory as f32, each thread
+// K and V rows of the paged pool (T, or fp8 codes times their block-head's scale) are
+// gathered into shared memory as f32, each thread
 // scores (row, key) pairs, the variant's mask and score run on them, a warp per row does
 // the online-softmax step, and every thread accumulates P.V for its output columns.
 // Semantics match runtime/backend/cpu/paged_attention.cc: score = scale * q.k, a hidden key
@@ -14,6 +15,7 @@
 #include <cuda_bf16.h>
 
 #include "codegen/cuda/kernels/attention_params.h"
+#include "codegen/cuda/kernels/kv_fp8.cuh"
 #include "codegen/cuda/kernels/region_ops.h"
 
 namespace ingot {
@@ -72,8 +74,9 @@ __device__ __forceinline__ float warpSum(float v) {
 
 /// The decode kernel body; `extern "C"` wrappers (AttentionKernelSource) instantiate it.
 /// T: element type of q, the KV pool and out (float or __nv_bfloat16); D: head dim; G: query
-/// heads per kv head.
-template <class V, typename T, int D, int G>
+/// heads per kv head. KvFp8: the pool holds E4M3 codes with per-block-head scales
+/// (p.kv_scales, kernels/kv_fp8.cuh) instead of T, decoded to f32 as the tile is gathered.
+template <class V, typename T, int D, int G, bool KvFp8 = false>
 __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
                                             const rgn::RegionOperands &ops) {
   using Tile = DecodeTile<G>;
@@ -86,6 +89,7 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
   constexpr int kRowsPerThread = kRows / kRowGroups;
   constexpr int kRowsPerWarp = kRows / Tile::kWarps;
   constexpr int kVec = kVecOf<T>;
+  constexpr int kKvVec = KvFp8 ? 16 : kVec;  // pool elements per 16-byte load
 
   __shared__ float sK[kKeys][D + 1];
   __shared__ float sV[kKeys][D];
@@ -139,24 +143,44 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
       __syncthreads();  // the previous tile's K, V and P are consumed
       // Gather K and V rows of the tile's keys from their blocks, 16-byte loads; missing
       // keys are zeros (their weight is 0, and 0 * 0 keeps P.V finite).
-      for (int e = tid * kVec; e < kKeys * D; e += kThreads * kVec) {
+      for (int e = tid * kKvVec; e < kKeys * D; e += kThreads * kKvVec) {
         const int j = e / D, d = e % D, kv = tileStart + j;
-        float k[kVec], v[kVec];
+        long long base = 0, block = 0;
         if (kv < keyEnd) {
-          const long long block = blocks[kv / p.block_size];
-          const long long base =
-              (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
-                  rowStride + static_cast<long long>(g) * D + d;
-          loadVec(cache + base, k);
-          loadVec(cache + base + static_cast<long long>(p.block_size) * rowStride, v);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
+          block = blocks[kv / p.block_size];
+          base = (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
+                     rowStride + static_cast<long long>(g) * D + d;
         }
+        if constexpr (KvFp8) {
+          // 16 codes each of K and V times their block-head's scales, decoded straight into
+          // shared memory (holding 32 decoded floats per thread spills at D = 128): exactly
+          // the CPU's decoded rows. Missing keys are zero codes times zero.
+          uint4 kRaw = make_uint4(0u, 0u, 0u, 0u), vRaw = kRaw;
+          float kScale = 0.0f, vScale = 0.0f;
+          if (kv < keyEnd) {
+            const unsigned char *codes = static_cast<const unsigned char *>(p.kv_cache) + base;
+            const long long scale = ((block * p.num_layers + p.layer) * 2) * p.num_kv_heads + g;
+            kRaw = *reinterpret_cast<const uint4 *>(codes);
+            vRaw = *reinterpret_cast<const uint4 *>(codes + static_cast<long long>(p.block_size) * rowStride);
+            kScale = p.kv_scales[scale];
+            vScale = p.kv_scales[scale + p.num_kv_heads];
+          }
+          kvfp8::storeFp8Vec(kRaw, kScale, &sK[j][d]);
+          kvfp8::storeFp8Vec(vRaw, vScale, &sV[j][d]);
+        } else {
+          float k[kVec], v[kVec];
+          if (kv < keyEnd) {
+            loadVec(cache + base, k);
+            loadVec(cache + base + static_cast<long long>(p.block_size) * rowStride, v);
+          } else {
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          sK[j][d + i] = k[i];
-          sV[j][d + i] = v[i];
+            for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
+          }
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) {
+            sK[j][d + i] = k[i];
+            sV[j][d + i] = v[i];
+          }
         }
       }
       __syncthreads();

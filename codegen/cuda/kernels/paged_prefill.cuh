@@ -113,7 +113,11 @@ __device__ __forceinline__ void blockMask(const PagedAttentionParams &p,
         !anyVisible ? kTileEmpty : allVisible ? kTileFull : kTilePartial;
 }
 
-template <class V, int D, int G>
+/// KvFp8: the pool holds E4M3 codes with per-block-head scales (p.kv_scales,
+/// kernels/kv_fp8.cuh); the gather decodes them to bf16, exactly (an E4M3 value times a
+/// power of two has 4 significant bits), so the kernel computes what it would on a bf16
+/// pool holding the decoded values.
+template <class V, int D, int G, bool KvFp8 = false>
 __device__ __forceinline__ void pagedPrefill(const PagedAttentionParams &p,
                                              const rgn::RegionOperands &ops) {
   using Tile = PrefillTile<D>;
@@ -174,19 +178,43 @@ __device__ __forceinline__ void pagedPrefill(const PagedAttentionParams &p,
     // Gather K rows and V^T from the paged pool; keys past the end are zeros.
     for (int e = tid * 8; e < kN * D; e += kThreads * 8) {
       const int j = e / D, d = e % D, kv = keyBase + j;
-      uint4 kvec = make_uint4(0, 0, 0, 0), vvec = make_uint4(0, 0, 0, 0);
+      long long block = 0, base = 0;
       if (kv < keyEnd) {
-        const long long block = blocks[kv / p.block_size];
-        const long long base =
-            (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
-                rowStride + static_cast<long long>(g) * D + d;
-        kvec = *reinterpret_cast<const uint4 *>(cache + base);
-        vvec = *reinterpret_cast<const uint4 *>(cache + base + p.block_size * rowStride);
+        block = blocks[kv / p.block_size];
+        base = (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
+                   rowStride + static_cast<long long>(g) * D + d;
       }
-      *reinterpret_cast<uint4 *>(&sK[j][d]) = kvec;
-      const __nv_bfloat16 *vs = reinterpret_cast<const __nv_bfloat16 *>(&vvec);
+      if constexpr (KvFp8) {
+        // 8 codes each (8-byte loads) times the block-head's scale, rounded to bf16 exactly.
+        uint2 kc = make_uint2(0u, 0u), vc = kc;
+        float ks = 0.0f, vsc = 0.0f;
+        if (kv < keyEnd) {
+          const unsigned char *codes = static_cast<const unsigned char *>(p.kv_cache) + base;
+          const long long scale = ((block * p.num_layers + p.layer) * 2) * p.num_kv_heads + g;
+          kc = *reinterpret_cast<const uint2 *>(codes);
+          vc = *reinterpret_cast<const uint2 *>(codes + p.block_size * rowStride);
+          ks = p.kv_scales[scale];
+          vsc = p.kv_scales[scale + p.num_kv_heads];
+        }
+        __align__(16) __nv_bfloat16 kb[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) sVt[d + i][j] = vs[i];
+        for (int i = 0; i < 8; ++i) {
+          const unsigned kw = i < 4 ? kc.x : kc.y, vw = i < 4 ? vc.x : vc.y;
+          kb[i] = __float2bfloat16_rn(kvfp8::kvFp8Value((kw >> (8 * (i % 4))) & 0xffu) * ks);
+          sVt[d + i][j] = __float2bfloat16_rn(kvfp8::kvFp8Value((vw >> (8 * (i % 4))) & 0xffu) * vsc);
+        }
+        *reinterpret_cast<uint4 *>(&sK[j][d]) = *reinterpret_cast<const uint4 *>(kb);
+      } else {
+        uint4 kvec = make_uint4(0, 0, 0, 0), vvec = make_uint4(0, 0, 0, 0);
+        if (kv < keyEnd) {
+          kvec = *reinterpret_cast<const uint4 *>(cache + base);
+          vvec = *reinterpret_cast<const uint4 *>(cache + base + p.block_size * rowStride);
+        }
+        *reinterpret_cast<uint4 *>(&sK[j][d]) = kvec;
+        const __nv_bfloat16 *vs = reinterpret_cast<const __nv_bfloat16 *>(&vvec);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sVt[d + i][j] = vs[i];
+      }
     }
     __syncthreads();
 

@@ -3,7 +3,8 @@
 add_library(ingot_cuda_step_pack step_pack.cc)
 target_link_libraries(ingot_cuda_step_pack PUBLIC ingot_backend_cpu)
 
-add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc cuda_collectives.cc)
+add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc cuda_collectives.cc
+  cuda_kv_pool.cc)
 target_link_libraries(ingot_backend_cuda
   PUBLIC ingot_backend_cpu ingot_cuda_step_pack ingot_cuda_driver ingot_cuda_kernels ingot_cublaslt)
 
@@ -11,6 +12,11 @@ if(INGOT_BUILD_TESTS)
   add_executable(ingot_cuda_step_pack_tests step_pack_test.cc)
   target_link_libraries(ingot_cuda_step_pack_tests PRIVATE ingot_cuda_step_pack GTest::gtest_main)
   gtest_discover_tests(ingot_cuda_step_pack_tests)
+  # The fp8 KV write kernel's code on the host against the CPU pool's bytes.
+  add_executable(ingot_cuda_kv_fp8_write_host_tests kv_fp8_write_host_test.cc)
+  target_link_libraries(ingot_cuda_kv_fp8_write_host_tests PRIVATE ingot_cuda_step_pack
+    GTest::gtest_main Threads::Threads)
+  gtest_discover_tests(ingot_cuda_kv_fp8_write_host_tests)
 
   # The weight upload against the fake libcuda (device memory is host memory there).
   add_executable(ingot_cuda_upload_tests cuda_upload_test.cc)
@@ -24,7 +30,8 @@ if(INGOT_BUILD_TESTS)
   # The backend's control flow against the fake libcuda and a fake libcublasLt.
   add_library(ingot_fake_cublaslt SHARED fake_cublaslt.cc)
   target_include_directories(ingot_fake_cublaslt PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-  add_executable(ingot_cuda_backend_fake_tests cuda_backend_fake_test.cc cuda_backend_tp_fake_test.cc)
+  add_executable(ingot_cuda_backend_fake_tests cuda_backend_fake_test.cc cuda_backend_tp_fake_test.cc
+    cuda_backend_kv_fp8_fake_test.cc)
   target_link_libraries(ingot_cuda_backend_fake_tests PRIVATE ingot_backend_cuda
     ingot_backend_testing GTest::gtest_main ${CMAKE_DL_LIBS})
   target_compile_definitions(ingot_cuda_backend_fake_tests PRIVATE

@@ -63,8 +63,6 @@ Status openDevice(CudaBackendState& s, int ordinal) {
 
 /// What the CUDA backend cannot run yet, as an error naming it (ok when all is supported).
 Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t program) {
-  if (plan.kv_dtype != KvDtype::kF32)
-    return unimplemented("an fp8 KV cache is not supported by the CUDA backend yet");
   const schema::ProgramDef* def = artifact.manifest().programs()->Get(program);
   for (uint32_t b = 0; def->buffers() && b < def->buffers()->size(); ++b) {
     const schema::BufferDef* buffer = def->buffers()->Get(b);
@@ -131,6 +129,14 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
   INGOT_RETURN_IF_ERROR(fused("gather_rows", &f.gather_rows));
   // Sampling is optional: an artifact compiled before it existed runs with host sampling.
   if (m.has("ingot_fused_sample_f32")) INGOT_RETURN_IF_ERROR(fused("sample", &f.sample));
+  const bool fp8 = s.kv_dtype == KvDtype::kFp8E4M3;
+  // The fp8 KV write and attention kernels are compiled in only with `--kv-dtype fp8`.
+  const std::string recompile = "; recompile it with `ingot compile --kv-dtype fp8` (the CUDA "
+                                "kernels are made for the KV cache's type)";
+  if (fp8 && !m.has("ingot_fused_kv_write_fp8_f32"))
+    return notFound("an fp8 KV cache needs CUDA kernel ingot_fused_kv_write_fp8_f32, which the "
+                    "artifact lacks" + recompile);
+  if (fp8) INGOT_RETURN_IF_ERROR(fused("kv_write_fp8", &f.kv_write_fp8));
   const schema::Manifest& manifest = s.artifact->manifest();
   const schema::ProgramDef* def = manifest.programs()->Get(program);
   for (size_t i = 0; i < s.plan->steps.size(); ++i) {
@@ -153,6 +159,15 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
                       " query heads per kv head): the compiler made none for this shape, or the "
                       "artifact was compiled with --cuda-targets none");
     const std::string name = manifest.kernels()->Get(kernel)->name()->str();
+    // codegen::decodeKernelName: "_kvfp8_" marks a kernel reading an fp8 pool.
+    const bool fp8Kernel = name.find("_kvfp8_") != std::string::npos;
+    if (fp8Kernel != fp8)
+      return failedPrecondition(
+          where + "'s CUDA kernel " + name + " reads " + (fp8Kernel ? "an fp8" : "an f32") +
+          " KV cache, not the " + kvDtypeName(s.kv_dtype) + " one asked for" +
+          (fp8 ? recompile
+               : "; run it with --kv-dtype fp8 (or the artifact's default), or recompile it "
+                 "with `ingot compile --kv-dtype f32`"));
     INGOT_ASSIGN_OR_RETURN(s.steps[i].attention, m.find(name));
     // codegen::combineKernelName(kF32, D): the combine kernel every f32 variant shares.
     INGOT_ASSIGN_OR_RETURN(s.steps[i].combine,
@@ -180,6 +195,7 @@ CudaBackendState::~CudaBackendState() {
   // Device memory goes before the context it lives in is released.
   buffers = StepBuffers();
   kv_pool.reset();
+  kv_scales.reset();
   weight_memory.clear();
   workspace.reset();
   errors.reset();
@@ -224,8 +240,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   // A group that can enqueue on the compute stream (NCCL) gets whole steps and graphs.
   s.stream_comm = s.world > 1 ? dynamic_cast<StreamCollectives*>(s.comm) : nullptr;
   INGOT_RETURN_IF_ERROR(checkSupported(artifact, *s.plan, *program).withPrefix("cuda backend"));
-  if (options.kv_dtype && *options.kv_dtype != KvDtype::kF32)
-    return unimplemented("cuda backend: --kv-dtype fp8 is not supported on CUDA yet");
+  s.kv_dtype = options.kv_dtype.value_or(s.plan->kv_dtype);
   const schema::ModelConfigDef& config = *manifest.config();
   s.shape.vocab_size = config.vocab_size();
   s.shape.kv_block_size = static_cast<int32_t>(s.plan->kv_layout.block_size);
@@ -254,8 +269,8 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   if (!blas.ok()) return blas.status().withPrefix("cuda backend");
   s.blas = std::move(blas).value();
   INGOT_RETURN_IF_ERROR(s.workspace.allocate(cu, CublasLt::kWorkspaceBytes, "the cuBLASLt workspace"));
-  INGOT_RETURN_IF_ERROR(s.errors.allocate(cu, 8, "error words"));
-  INGOT_RETURN_IF_ERROR(s.errors_host.allocate(cu, 8, "error words"));
+  INGOT_RETURN_IF_ERROR(s.errors.allocate(cu, 16, "error words"));
+  INGOT_RETURN_IF_ERROR(s.errors_host.allocate(cu, 16, "error words"));
   INGOT_RETURN_IF_ERROR(uploadWeights(s).withPrefix("cuda backend"));
 
   // Buffers for the largest decode graph and a first prefill, before the KV pool takes
@@ -269,8 +284,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   first.logit_rows = graphBatch;
   INGOT_RETURN_IF_ERROR(ensureBuffers(s, first, graphSplit(s, 1).num_splits).withPrefix("cuda backend"));
 
-  const KvCacheLayout& kv = s.plan->kv_layout;
-  const uint64_t blockBytes = static_cast<uint64_t>(kv.blockFloats()) * 4;
+  const uint64_t blockBytes = kvBlockBytes(s);
   int64_t blocks = options.num_kv_blocks;
   if (blocks <= 0) {
     size_t free = 0, total = 0;
@@ -284,12 +298,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
     if (!agreed.ok()) return agreed.status().withPrefix("cuda backend");
     blocks = *agreed;
   }
-  s.num_kv_blocks = blocks;
-  INGOT_RETURN_IF_ERROR(s.kv_pool.allocate(cu, static_cast<size_t>(blocks) * blockBytes, "the KV pool")
-                            .withPrefix("cuda backend"));
-  INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
-                                 cu.memsetD32Async(s.kv_pool.ptr(), 0, s.kv_pool.bytes() / 4, s.stream)));
-  INGOT_RETURN_IF_ERROR(cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream)));
+  INGOT_RETURN_IF_ERROR(allocateKvPool(s, blocks).withPrefix("cuda backend"));
   return backend;
 }
 
@@ -384,6 +393,8 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
   INGOT_RETURN_IF_ERROR(ensureBuffers(s, dims, split.num_splits));
   StepBuffers& b = s.buffers;
   INGOT_RETURN_IF_ERROR(packStepInputs(in, dims, 0, static_cast<int32_t*>(b.inputs_host.data())));
+  if (s.kv_dtype == KvDtype::kFp8E4M3)
+    packKvRuns(in, dims, s.shape.kv_block_size, static_cast<int32_t*>(b.inputs_host.data()));
   if (sample) {  // padded rows sample greedily (their tokens are never read)
     std::memset(b.row_sampling_host.data(), 0, static_cast<size_t>(dims.logit_rows) * sizeof(RowSampling));
     std::memcpy(b.row_sampling_host.data(), sampleRows->data(), L * sizeof(RowSampling));
@@ -472,6 +483,7 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
                            ((err[1] & 1u) ? "integer division by zero " : "") +
                            ((err[1] & 2u) ? "operand index out of range " : "") +
                            ((err[1] & 4u) ? "poison value" : "") + ")");
+  INGOT_RETURN_IF_ERROR(kvWriteError(s).withPrefix("step"));
   if (sample) std::memcpy(tokens->data(), b.tokens_host.data(), L * sizeof(int32_t));
   else std::memcpy(logits->data(), b.logits_host.data(), L * static_cast<size_t>(V) * sizeof(float));
   return okStatus();
@@ -485,10 +497,7 @@ Status CudaBackend::copyKvBlocks(int64_t src, int64_t dst) {
                            " is outside the pool of " + std::to_string(s.num_kv_blocks));
   if (src == dst) return okStatus();
   INGOT_RETURN_IF_ERROR(s.makeCurrent());
-  const size_t bytes = static_cast<size_t>(s.plan->kv_layout.blockFloats()) * 4;
-  INGOT_RETURN_IF_ERROR(s.cu->check("cuMemcpyDtoDAsync",
-      s.cu->memcpyDtoDAsync(s.kv_pool.ptr() + dst * bytes, s.kv_pool.ptr() + src * bytes, bytes, s.stream)));
-  return s.cu->check("cuStreamSynchronize", s.cu->streamSynchronize(s.stream));
+  return copyKvBlock(s, src, dst);
 }
 
 Status CudaBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) {
@@ -500,18 +509,7 @@ Status CudaBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& 
       return invalidArgument("copyKvSlots: slot " + std::to_string(from < 0 || from >= slots ? from : to) +
                              " outside the pool of " + std::to_string(slots) + " slots");
   INGOT_RETURN_IF_ERROR(s.makeCurrent());
-  const size_t row = static_cast<size_t>(kv.rowFloats()) * 4;
-  // In order on one stream: a later move sees the rows an earlier one wrote.
-  for (const auto& [from, to] : moves) {
-    if (from == to) continue;
-    for (int64_t layer = 0; layer < kv.num_layers; ++layer)
-      for (int64_t k = 0; k < 2; ++k) {
-        const CUdeviceptr d = s.kv_pool.ptr() + kv.rowOffset(to / kv.block_size, layer, k, to % kv.block_size) * 4;
-        const CUdeviceptr f = s.kv_pool.ptr() + kv.rowOffset(from / kv.block_size, layer, k, from % kv.block_size) * 4;
-        INGOT_RETURN_IF_ERROR(s.cu->check("cuMemcpyDtoDAsync", s.cu->memcpyDtoDAsync(d, f, row, s.stream)));
-      }
-  }
-  return s.cu->check("cuStreamSynchronize", s.cu->streamSynchronize(s.stream));
+  return copyKvSlotRows(s, moves);
 }
 
 int64_t CudaBackend::numKvBlocks() const { return s_->num_kv_blocks; }
@@ -519,6 +517,7 @@ int64_t CudaBackend::vocabSize() const { return s_->shape.vocab_size; }
 int32_t CudaBackend::numExtraInputs() const { return s_->plan->num_extra_inputs; }
 bool CudaBackend::takesTreeInputs() const { return s_->tree_inputs; }
 uint64_t CudaBackend::matrixBytes() const { return s_->plan->matrix_bytes; }
+KvDtype CudaBackend::kvDtype() const { return s_->kv_dtype; }
 int32_t CudaBackend::lastGraphBucket() const { return s_->last_bucket; }
 int CudaBackend::tpWorldSize() const { return s_->world; }
 bool CudaBackend::stepStarted() const { return s_->step_started; }
@@ -532,7 +531,8 @@ std::string CudaBackend::describe() const {
   return s.gpu.name + " (sm_" + std::to_string(s.gpu.major) + std::to_string(s.gpu.minor) + ", " +
          std::to_string(s.sms) + " SMs), weights " + gib(s.weight_device_bytes) + " on the GPU (" +
          std::to_string(s.upload_seconds).substr(0, 5) + " s), KV " + std::to_string(s.num_kv_blocks) +
-         " blocks (" + gib(s.kv_pool.bytes()) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
+         " blocks (" +
+         gib(s.kv_pool.bytes() + s.kv_scales.bytes()) + ", " + kvDtypeName(s.kv_dtype) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
          std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX" +
          (s.world > 1 ? std::string(", tp rank ") + std::to_string(s.tp_rank) + " of " +
                             std::to_string(s.world) +

@@ -35,7 +35,9 @@ struct CudaBackendOptions {
   /// Decode steps of up to this many requests replay CUDA graphs (0 = no graphs: every
   /// step eager, which also keeps a tensor-parallel rank's collectives out of graphs).
   int32_t max_graph_batch = 128;
-  /// Element type of the KV pool; unset = the program's. Only f32 runs on CUDA so far.
+  /// Element type of the KV pool; unset = the program's (an artifact compiled with
+  /// `--kv-dtype fp8` has an fp8 one). fp8 needs the artifact's fp8 KV kernels, which only
+  /// `ingot compile --kv-dtype fp8` puts in: create() names the recompile otherwise.
   std::optional<KvDtype> kv_dtype;
   /// Which program: 0 = the main one.
   int32_t program = 0;
@@ -71,8 +73,10 @@ struct CudaBackendState;
 /// which aborts the group), and decode steps replay graphs with the collectives captured
 /// inside, as for one GPU; with any other communicator the collectives are host calls and
 /// every step runs eagerly. A rank samples on the host.
-/// Not supported yet (create() says so): quantized weights, fp8 KV, layer_norm, gelu,
-/// bf16 activations.
+/// An fp8 KV pool (kv_dtype) holds the CPU backend's bytes exactly: E4M3 codes with a
+/// power-of-two scale per block-head, appended token by token by the artifact's fp8 write
+/// kernel, decoded to f32 by its fp8 decode kernels (docs/quantization.md, "FP8 KV cache").
+/// Not supported yet (create() says so): layer_norm, gelu, bf16 activations.
 class CudaBackend final : public Backend {
  public:
   /// Loads the driver and cuBLASLt, picks the device, loads the kernels (cubin, else PTX
@@ -101,7 +105,7 @@ class CudaBackend final : public Backend {
   double attentionMacCost() const override { return 1.0; }
   int numThreads() const override { return 1; }
   uint64_t matrixBytes() const override;
-  KvDtype kvDtype() const override { return KvDtype::kF32; }
+  KvDtype kvDtype() const override;
   /// Ranks of the artifact's tensor-parallel group this backend is one of (1 = unsharded;
   /// worldSize() stays 1: this backend is one rank, the group is its caller's).
   int tpWorldSize() const;

@@ -103,6 +103,8 @@ struct FusedKernels {
   LoadedKernel embedding, rms_norm, rope_kv, silu_mul, add, add_bias, to_bf16, gather_rows;
   /// Token sampling (ingot_fused_sample_f32); absent from older artifacts (function null).
   LoadedKernel sample;
+  /// The fp8 KV write (ingot_fused_kv_write_fp8_f32), resolved for an fp8 pool only.
+  LoadedKernel kv_write_fp8;
 };
 
 /// Buffers sized for `dims` tokens, requests and logit rows (grown, never shrunk).
@@ -136,7 +138,9 @@ struct CudaBackendState {
   std::unique_ptr<KernelModules> modules;
   std::unique_ptr<CublasLt> blas;
   DeviceMemory workspace;   ///< cuBLASLt
-  DeviceMemory errors;      ///< [0] embedding, [1] attention regions
+  /// Error words: u32 [0] embedding, [1] attention regions; u64 at byte 8: an fp8 KV
+  /// write's non-finite row (kernels/kv_fp8.cuh, kvFp8ErrorKey; ~0 = none).
+  DeviceMemory errors;
   PinnedMemory errors_host;
 
   const Artifact* artifact = nullptr;
@@ -170,7 +174,11 @@ struct CudaBackendState {
   double upload_seconds = 0.0;
   uint64_t upload_bytes = 0;
 
+  /// The KV pool: f32 elements, or (kv_dtype fp8) E4M3 codes in the same layout with the
+  /// block-head scales beside them in kv_scales (runtime/backend/cpu/kv_fp8.h's layout).
+  KvDtype kv_dtype = KvDtype::kF32;
   DeviceMemory kv_pool;
+  DeviceMemory kv_scales;
   int64_t num_kv_blocks = 0;
   StepBuffers buffers;
 
@@ -204,6 +212,24 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& dims, int32_t splits);
 Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& split,
                    const std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>& extra,
                    bool sample);
+
+/// Bytes one KV block takes on the GPU: f32 elements, or fp8 codes plus their scales.
+uint64_t kvBlockBytes(const CudaBackendState& s);
+
+/// Allocates s.kv_pool (and s.kv_scales for fp8) for `blocks` blocks and clears them: zeros,
+/// and every fp8 scale the minimum (a fresh pool reads back as zeros) (cuda_kv_pool.cc).
+Status allocateKvPool(CudaBackendState& s, int64_t blocks);
+
+/// Copies block `src` to `dst` (codes and scales for fp8), then waits.
+Status copyKvBlock(CudaBackendState& s, int64_t src, int64_t dst);
+
+/// Moves slot rows in order with the CPU backend's semantics (fp8: kvCopySlotsFp8, run on
+/// a host copy of the touched blocks), then waits. Slots are already validated.
+Status copyKvSlotRows(CudaBackendState& s, const std::vector<std::pair<int32_t, int32_t>>& moves);
+
+/// The fp8 KV write's error word of the last step (in s.errors_host) as an error naming the
+/// layer, the token and K or V, as the CPU backend's; ok for an f32 pool or no error.
+Status kvWriteError(const CudaBackendState& s);
 
 /// Program step `index`, an all_reduce or all_gather (cuda_collectives.cc) on the step's
 /// device buffers (rows = the step's tokens, or its logit rows for a slice of the logits);

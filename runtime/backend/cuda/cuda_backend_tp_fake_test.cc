@@ -133,9 +133,6 @@ class CudaBackendTpFakeTest : public FakeCudaTest {
     options.communicator = comm;
     return CudaBackend::create(*artifact, options);
   }
-  const FakeCudaStats& stats() {
-    return *reinterpret_cast<FakeCudaStatsFn>(::dlsym(driver_, "fakeCudaStats"))();
-  }
   void fillGemmOutputs() {
     reinterpret_cast<void (*)(uint64_t)>(::dlsym(blas_, "fakeCublasLtSetFillSeed"))(rng() | 1u);
   }
@@ -260,6 +257,38 @@ TEST_F(CudaBackendTpFakeTest, KvPoolIsTheLeastAnyRankHasRoomFor) {
   made = rank(0, &starved, 0);
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.status().message().find("tp rank 1"), std::string::npos) << made.status().message();
+}
+
+TEST_F(CudaBackendTpFakeTest, RankWithAnFp8KvCacheWritesAndReadsItsOwnKvHeadInFp8) {
+  // `ingot compile --tp 2 --kv-dtype fp8`: each rank's pool holds its own kv head, with its
+  // own per-block-head scales, so the fp8 write needs nothing from the other rank.
+  o.kv_dtype = schema::DType::F8E4M3FN;
+  build();
+  RecordingCommunicator comm(1, 2, blas_);
+  StatusOr<std::unique_ptr<CudaBackend>> made = rank(1, &comm);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  CudaBackend& b = **made;
+  EXPECT_EQ(b.kvDtype(), KvDtype::kFp8E4M3);
+  Sequence seq;
+  seq.tokens = randomTokens(20);
+  seq.blocks = {3, 4};
+  std::vector<float> logits;
+  SetUp();
+  ASSERT_TRUE(b.step(makeStep({&seq}, {11}, o.block_size), &logits).ok());
+  const std::vector<RecordedLaunch> ls = launches();
+  size_t writes = 0, fp8Decodes = 0, f32Decodes = 0;
+  for (const RecordedLaunch& l : ls) {
+    if (l.name == "ingot_fused_kv_write_fp8_f32") {
+      ++writes;
+      EXPECT_EQ(l.dims[0], 1u) << "1 kv head of this rank x K/V: 2 warps, one CTA";
+    }
+    fp8Decodes += l.name.rfind("ingot_decode_", 0) == 0 && l.name.find("_kvfp8_") != std::string::npos;
+    f32Decodes += l.name.rfind("ingot_decode_", 0) == 0 && l.name.find("_kvfp8_") == std::string::npos;
+  }
+  EXPECT_EQ(writes, static_cast<size_t>(o.layers));
+  EXPECT_EQ(fp8Decodes, static_cast<size_t>(o.layers));
+  EXPECT_EQ(f32Decodes, 0u);
+  EXPECT_EQ(comm.calls.size(), static_cast<size_t>(1 + 2 * o.layers + 1)) << "same collectives";
 }
 
 TEST_F(CudaBackendTpFakeTest, GroupMismatchesAreRefusedNamingBothSides) {

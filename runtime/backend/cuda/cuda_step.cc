@@ -4,6 +4,7 @@
 
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/fused_ops.cuh"
+#include "codegen/cuda/kernels/kv_fp8.cuh"
 #include "codegen/cuda/kernels/quant_gemv.cuh"
 #include "codegen/cuda/kernels/sampling.cuh"
 #include "codegen/cuda/kernels/region_operands.h"
@@ -130,6 +131,10 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
                                                     s.stream)));
   const CUdeviceptr errors = s.errors.ptr();
   INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async", cu.memsetD32Async(errors, 0, 2, s.stream)));
+  const bool fp8 = s.kv_dtype == KvDtype::kFp8E4M3;
+  if (fp8)  // the fp8 write keeps the least error key: start from "none"
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
+                                   cu.memsetD32Async(errors + 8, 0xffffffffu, 2, s.stream)));
   auto slot = [&](int32_t buffer) -> CUdeviceptr { return b.slots[plan.buffers[buffer].slot].ptr(); };
   const KvCacheLayout& kv = plan.kv_layout;
   int T = dims.tokens;
@@ -212,8 +217,35 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
           INGOT_RETURN_IF_ERROR(linear(slot(p.inputs[0]), d, slot(p.outputs[0]), T,
                                        where + " (linear " + p.weight.name + ")"));
         break;
-      case OpKind::Rope:
-      case OpKind::KvWrite: {
+      case OpKind::KvWrite:
+        if (fp8) {
+          kvfp8::KvFp8WriteParams w{};
+          w.k = reinterpret_cast<const float*>(slot(p.inputs[1]));
+          w.v = reinterpret_cast<const float*>(slot(p.inputs[2]));
+          w.codes = reinterpret_cast<unsigned char*>(kvPool);
+          w.scales = reinterpret_cast<float*>(s.kv_scales.ptr());
+          w.slot_mapping = reinterpret_cast<const int*>(at(layout.slot_mapping));
+          w.run_tokens = reinterpret_cast<const int*>(at(layout.run_tokens));
+          w.run_starts = reinterpret_cast<const int*>(at(layout.run_starts));
+          w.error = reinterpret_cast<unsigned long long*>(errors + 8);
+          w.num_kv_heads = static_cast<int>(kv.num_kv_heads);
+          w.head_dim = static_cast<int>(kv.head_dim);
+          w.k_stride = w.v_stride = w.num_kv_heads * w.head_dim;
+          w.num_layers = static_cast<int>(kv.num_layers);
+          w.layer = static_cast<int>(p.layer);
+          w.block_size = static_cast<int>(kv.block_size);
+          w.max_runs = T;
+          void* args[] = {&w};
+          // One warp per (K/V, kv head) of each run; a graph's bucket has as many runs as
+          // tokens at most (the ones past the step's are empty).
+          const unsigned gx = kvfp8::kvFp8WriteGridX(w.num_kv_heads,
+                                                     static_cast<int>(f.kv_write_fp8.block[0] / 32));
+          INGOT_RETURN_IF_ERROR(launch(s, f.kv_write_fp8, gx, kvfp8::kvFp8WriteGridY(T), 1, args,
+                                       where + " (kv_write, fp8)"));
+          break;
+        }
+        [[fallthrough]];
+      case OpKind::Rope: {
         const bool rope = p.op == OpKind::Rope;
         CUdeviceptr q = 0, k = 0, v = 0;
         int heads = 0, kvHeads = 0, headDim = 0, rotary = 0, stride = 0, layer = 0;
@@ -284,6 +316,7 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
         a.num_splits = split.num_splits;
         a.keys_per_split = split.keys_per_split;
         a.scale = p.attention.scale;
+        a.kv_scales = fp8 ? reinterpret_cast<const float*>(s.kv_scales.ptr()) : nullptr;
         rgn::RegionOperands ops{};
         for (size_t e = 0; e < p.extra_inputs.size(); ++e) {
           const auto& [data, shape] = extra.at(static_cast<size_t>(p.extra_inputs[e]));
@@ -358,7 +391,7 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
                            static_cast<size_t>(dims.logit_rows) * s.shape.vocab_size * 4, s.stream)));
   }
   return cu.check("cuMemcpyDtoHAsync",
-                  cu.memcpyDtoHAsync(s.errors_host.data(), errors, 8, s.stream));
+                  cu.memcpyDtoHAsync(s.errors_host.data(), errors, fp8 ? 16 : 8, s.stream));
 }
 
 }  // namespace ingot

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace ingot {
 namespace {
@@ -29,6 +30,8 @@ StepLayout stepLayout(const StepDims& d) {
   l.query_start = take(int64_t{d.requests} + 1);
   l.block_tables = take(int64_t{d.requests} * d.max_blocks);
   l.logit_rows = take(d.logit_rows);
+  l.run_tokens = take(d.tokens);
+  l.run_starts = take(int64_t{d.tokens} + 1);
   l.words = at;
   return l;
 }
@@ -75,6 +78,23 @@ Status packStepInputs(const StepInputs& in, const StepDims& dims, int32_t pad_bl
               bt + int64_t{r} * dims.max_blocks);
   std::copy(in.logit_rows.begin(), in.logit_rows.end(), out + l.logit_rows);
   return okStatus();
+}
+
+int32_t packKvRuns(const StepInputs& in, const StepDims& dims, int32_t block_size, int32_t* out) {
+  const StepLayout l = stepLayout(dims);
+  std::vector<int32_t> tokens;
+  for (size_t t = 0; t < in.slot_mapping.size(); ++t)
+    if (in.slot_mapping[t] >= 0) tokens.push_back(static_cast<int32_t>(t));
+  auto blockOf = [&](int32_t t) { return in.slot_mapping[static_cast<size_t>(t)] / block_size; };
+  std::stable_sort(tokens.begin(), tokens.end(),
+                   [&](int32_t a, int32_t b) { return blockOf(a) < blockOf(b); });
+  std::copy(tokens.begin(), tokens.end(), out + l.run_tokens);
+  int32_t* starts = out + l.run_starts;
+  int32_t runs = 0;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (i == 0 || blockOf(tokens[i]) != blockOf(tokens[i - 1])) starts[runs++] = static_cast<int32_t>(i);
+  std::fill(starts + runs, starts + dims.tokens + 1, static_cast<int32_t>(tokens.size()));
+  return runs;
 }
 
 bool isPlainDecode(const StepInputs& in) {

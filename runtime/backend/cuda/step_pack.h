@@ -24,6 +24,8 @@ struct StepDims {
 struct StepLayout {
   int64_t tokens = 0, positions = 0, slot_mapping = 0, seq_lens = 0, query_start = 0,
           block_tables = 0, logit_rows = 0;
+  /// An fp8 KV pool's write runs (packKvRuns): run_tokens [tokens], run_starts [tokens + 1].
+  int64_t run_tokens = 0, run_starts = 0;
   int64_t words = 0;
 };
 
@@ -46,6 +48,14 @@ StepDims stepDims(const StepInputs& in);
 /// Fails when `in` does not fit `dims`.
 Status packStepInputs(const StepInputs& in, const StepDims& dims, int32_t pad_block,
                       int32_t* out);
+
+/// The KV-write runs of an fp8 pool (codegen/cuda/kernels/kv_fp8.cuh) into `out` (the
+/// buffer packStepInputs filled for `dims`): the tokens of `in` with a KV slot grouped by
+/// the block they write, in token order within a group (the order the CPU appends a
+/// block-head's rows in), as run_tokens, and run_starts[r] for r <= dims.tokens with runs
+/// past the real ones empty, so a graph captured with dims.tokens runs serves any step that
+/// fits. Padded tokens (slot -1) are in no run. Returns the number of real runs.
+int32_t packKvRuns(const StepInputs& in, const StepDims& dims, int32_t block_size, int32_t* out);
 
 /// Whether a step may replay a decode graph: one new token per request (query_start =
 /// 0, 1, ..., R), logits for every token in order, and no extra inputs.

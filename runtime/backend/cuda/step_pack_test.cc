@@ -2,6 +2,7 @@
 #include "runtime/backend/cuda/step_pack.h"
 
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -32,12 +33,12 @@ StepInputs decodeStep(std::mt19937& rng, int32_t R, int32_t block_size, int32_t 
 TEST(StepPack, LayoutAlignsEveryArrayAndHoldsItsLength) {
   const StepDims d{5, 3, 7, 2};
   const StepLayout l = stepLayout(d);
-  const int64_t starts[] = {l.tokens, l.positions, l.slot_mapping, l.seq_lens,
-                            l.query_start, l.block_tables, l.logit_rows};
-  const int64_t lengths[] = {5, 5, 5, 3, 4, 21, 2};
-  for (int i = 0; i < 7; ++i) {
+  const int64_t starts[] = {l.tokens, l.positions, l.slot_mapping, l.seq_lens, l.query_start,
+                            l.block_tables, l.logit_rows, l.run_tokens, l.run_starts};
+  const int64_t lengths[] = {5, 5, 5, 3, 4, 21, 2, 5, 6};
+  for (int i = 0; i < 9; ++i) {
     EXPECT_EQ(starts[i] % 16, 0) << i;
-    const int64_t end = i + 1 < 7 ? starts[i + 1] : l.words;
+    const int64_t end = i + 1 < 9 ? starts[i + 1] : l.words;
     EXPECT_GE(end - starts[i], lengths[i]) << i;
   }
 }
@@ -155,6 +156,39 @@ TEST(StepPack, KvPoolTakesWhatTheUtilizationLeaves) {
   EXPECT_NE(n.status().message().find("--gpu-memory-utilization"), std::string::npos);
   EXPECT_FALSE(kvBlocksForMemory(GiB, GiB, 0.0, 0, 1, 1).ok());
   EXPECT_FALSE(kvBlocksForMemory(GiB, GiB, 1.5, 0, 1, 1).ok());
+}
+
+TEST(StepPack, KvRunsGroupEachBlocksTokensInTokenOrderAndPadWithEmptyRuns) {
+  std::mt19937 rng(std::random_device{}());
+  const int32_t bs = 4;
+  for (int trial = 0; trial < 50; ++trial) {
+    // Slots of a few requests interleaved at random (each request's own slots ascending),
+    // so one block's tokens need not be adjacent in the step.
+    StepInputs in;
+    std::vector<int32_t> next = {0, 40, 80};
+    const int32_t T = 1 + static_cast<int32_t>(rng() % 20);
+    for (int32_t t = 0; t < T; ++t) in.slot_mapping.push_back(next[rng() % 3]++);
+    const StepDims dims{T + static_cast<int32_t>(rng() % 4), 1, 1, 1};
+    const StepLayout l = stepLayout(dims);
+    std::vector<int32_t> out(static_cast<size_t>(l.words), -777);
+    const int32_t runs = packKvRuns(in, dims, bs, out.data());
+    const int32_t* tokens = out.data() + l.run_tokens;
+    const int32_t* starts = out.data() + l.run_starts;
+    std::set<int32_t> blocks, seen;
+    for (int32_t s : in.slot_mapping) blocks.insert(s / bs);
+    ASSERT_EQ(runs, static_cast<int32_t>(blocks.size()));
+    ASSERT_EQ(starts[0], 0);
+    for (int32_t r = 0; r < runs; ++r) {
+      ASSERT_LT(starts[r], starts[r + 1]) << "a real run is not empty";
+      const int32_t block = in.slot_mapping[tokens[starts[r]]] / bs;
+      EXPECT_TRUE(seen.insert(block).second) << "block " << block << " in two runs";
+      for (int32_t i = starts[r]; i < starts[r + 1]; ++i) {
+        EXPECT_EQ(in.slot_mapping[tokens[i]] / bs, block);
+        if (i > starts[r]) EXPECT_LT(tokens[i - 1], tokens[i]) << "token order within a run";
+      }
+    }
+    for (int32_t r = runs; r <= dims.tokens; ++r) EXPECT_EQ(starts[r], T) << "empty padding runs";
+  }
 }
 
 }  // namespace

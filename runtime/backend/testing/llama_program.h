@@ -74,9 +74,16 @@ struct LlamaProgramOptions {
   /// (fake_cuda_kernels works with it).
   int32_t tp = 1;
   /// Kernels for the fake libcuda (runtime/backend/cuda/fake_libcuda.h): every f32 fused
-  /// kernel and a decode and combine kernel, each a text "cubin" for sm_90 naming its
+  /// kernel (with an fp8 kv_dtype also the fp8 KV write, and fp8 decode kernels) and a
+  /// decode and combine kernel, each a text "cubin" for sm_90 naming its
   /// entry point, linked as a compiled artifact's are. For CPU tests of the CUDA backend.
   bool fake_cuda_kernels = false;
+  /// With fake_cuda_kernels: also the quantized prefill GEMMs (ingot_quant_gemm_*); false
+  /// gives an artifact like those compiled before the GEMMs existed (GEMVs only).
+  bool fake_quant_gemm_kernels = true;
+  /// With fake_cuda_kernels: also the W8A8 quantizing producers (ingot_fp8_rms_norm_quant,
+  /// ingot_fp8_silu_mul_quant); false gives an artifact compiled before them.
+  bool fake_fp8_producer_kernels = false;
 };
 
 /// A tiny Llama (the default options but `vocab`, `max_context` and `seed`) built once per

@@ -167,7 +167,7 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
                             "seq_lens", "query_start", "slot_mapping", "logit_rows"};
     for (int i = 0; i < 8; ++i) {
       Buffer b{inputs[i], BufferKind::Input, DType::I32, {-1}};
-      if (i == 2) b = {inputs[i], BufferKind::KvCache, DType::F32,
+      if (i == 2) b = {inputs[i], BufferKind::KvCache, o_.kv_dtype,
                        {-1, o_.layers, 2, o_.block_size, heads[r].kv.count, Dh}};
       if (i == 3) b.shape = {-1, -1};
       p.buffers.push_back(b);
