@@ -66,6 +66,17 @@ printf '%-72s %s\n' "test" "result"
 sed -n -e 's/^\[       OK \] \([^ ]*\) .*/\1 passed/p' -e 's/^\[  FAILED  \] \([^ ]*\) (.*/\1 FAILED/p' \
   -e 's/^\[  SKIPPED \] \([^ ]*\) (.*/\1 SKIPPED/p' "$LOG" \
   | while read -r name result; do printf '%-72s %s\n' "$name" "$result"; done
+# The quantized prefill GEMMs beside cuBLASLt's bf16 GEMM (ingot_quant_gemm_gpu_tests): the
+# figures that set quantgemm::kQuantGemmMinRows (codegen/cuda/kernels/quant_gemm.cuh).
+echo "== quantized GEMM / GEMV / cuBLASLt bf16 TFLOP/s (ingot_quant_gemm_gpu_tests)"
+grep -E '^\[ gpu \] .*(TFLOP/s|gemm/cb|ingot_quant_gemm_)' "$LOG" \
+  || { echo "error: ingot_quant_gemm_gpu_tests printed no figures"; status=1; }
+# W8A8 fp8 linears (ingot_fp8_linear_gpu_tests, sm_90+): error against the CPU weight-only
+# fp8 linear, TFLOP/s beside gemmBf16, and W8A8 against the fp8 GEMV per row count (the
+# figures behind CudaBackendOptions::fp8_w8a8_min_rows).
+echo "== W8A8 fp8 linears (ingot_fp8_linear_gpu_tests)"
+grep -E '^\[ gpu \] (W8A8|fp8 N=K)' "$LOG" \
+  || { echo "error: ingot_fp8_linear_gpu_tests printed no figures"; status=1; }
 # NCCL calls captured in CUDA graphs (ingot_nccl_gpu_tests, nccl_graph_test.cc, one rank):
 # a step's host cost with each call enqueued vs one graph replay, each with its bounded wait.
 echo "== NCCL in CUDA graphs, one rank (ingot_nccl_gpu_tests)"

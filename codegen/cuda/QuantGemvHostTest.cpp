@@ -214,6 +214,17 @@ TEST(QuantGemvEmulation, EightByteChunksWhenARowIsNotWholeSixteenBytes) {
   }
 }
 
+TEST(QuantGemvEmulation, Fp8WithKEightModSixteenReadsEightByteChunks) {
+  // K = 120 and 200: whole 8-byte rows, not 16; the activation rows stay float4-aligned.
+  std::random_device rd;
+  const Case &fp8 = cases()[6];
+  ASSERT_EQ(fp8.format, QuantFormat::kFp8);
+  for (int64_t K : {120, 200}) {
+    checkAgainstCpu(fp8, 13, K, 1, true, true, 0, rd());
+    checkAgainstCpu(fp8, 13, K, 6, false, false, 8, rd());
+  }
+}
+
 TEST(QuantGemvEmulation, LargerBatchesLoopOverTokenTiles) {
   std::random_device rd;
   for (const Case &c : {cases()[0], cases()[6], cases()[7]})
@@ -282,6 +293,11 @@ TEST(QuantGemvParamsCheck, RejectsBadShapesNamingTheProblem) {
   QuantGemvParams bad = p;
   bad.K = 24;
   EXPECT_STREQ(checkQuantGemvParams(bad, Format::kInt4Zero), "quant gemv: K must be a multiple of 16");
+  bad.block = bad.K = 20;  // fp8: 8-byte chunks need K a multiple of 8
+  EXPECT_NE(std::string(checkQuantGemvParams(bad, Format::kFp8)).find("multiple of 8"),
+            std::string::npos);
+  bad.block = bad.K = 24;
+  EXPECT_EQ(checkQuantGemvParams(bad, Format::kFp8), nullptr);
   bad = p;
   bad.block = 24;
   EXPECT_NE(std::string(checkQuantGemvParams(bad, Format::kInt4Min)).find("power of two"),

@@ -1,5 +1,5 @@
-# Tests of the quantized GEMV kernels (kernels/quant_gemv.cuh): the host test of their math
-# and per-lane loop against the CPU backend's QuantKernels, and (with CUDA) the NVRTC +
+# Tests of the quantized GEMV and GEMM kernels (kernels/quant_gemv.cuh, quant_gemm.cuh): host
+# tests of their math against the CPU backend's QuantKernels, and (with CUDA) the NVRTC +
 # ptxas compile test.
 if(NOT INGOT_BUILD_TESTS)
   return()
@@ -8,6 +8,11 @@ add_executable(IngotQuantGemvHostTests QuantGemvHostTest.cpp)
 target_link_libraries(IngotQuantGemvHostTests PRIVATE ingot_backend_cpu GTest::gtest_main)
 target_include_directories(IngotQuantGemvHostTests PRIVATE ${CMAKE_SOURCE_DIR})
 gtest_discover_tests(IngotQuantGemvHostTests DISCOVERY_TIMEOUT 60)
+# The tensor-core GEMM's tile staging and tiled product (kernels/quant_gemm.cuh) on the host.
+add_executable(IngotQuantGemmHostTests QuantGemmHostTest.cpp)
+target_link_libraries(IngotQuantGemmHostTests PRIVATE ingot_backend_cpu GTest::gtest_main)
+target_include_directories(IngotQuantGemmHostTests PRIVATE ${CMAKE_SOURCE_DIR})
+gtest_discover_tests(IngotQuantGemmHostTests DISCOVERY_TIMEOUT 60)
 if(NOT INGOT_ENABLE_CUDA)
   return()
 endif()

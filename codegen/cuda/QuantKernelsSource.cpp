@@ -1,4 +1,4 @@
-//===- QuantKernelsSource.cpp - CUDA translation units of the quantized GEMV kernels ---===//
+//===- QuantKernelsSource.cpp - CUDA translation units of the quantized GEMV/GEMM kernels ===//
 #include "codegen/cuda/QuantKernelsSource.h"
 
 #include <sstream>
@@ -73,13 +73,23 @@ std::string quantGemvKernelName(const QuantGemvKernel &kernel) {
   return name;
 }
 
+std::string quantGemmKernelName(const QuantGemvKernel &kernel) {
+  std::string name = quantGemvKernelName(kernel);
+  return name.replace(0, std::string("ingot_quant_gemv").size(), "ingot_quant_gemm");
+}
+
 std::string quantGemvSource(const std::vector<QuantGemvKernel> &kernels) {
-  std::string src = "// Quantized GEMV kernels (assembled by codegen/cuda/QuantKernelsSource).\n"
-                    "// ---- codegen/cuda/kernels/quant_gemv.cuh\n";
-  std::istringstream in(embeddedKernelHeader("codegen/cuda/kernels/quant_gemv.cuh"));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("#pragma once", 0) != 0)
-      src += line + "\n";
+  std::string src = "// Quantized GEMV and GEMM kernels (assembled by "
+                    "codegen/cuda/QuantKernelsSource).\n";
+  // The headers in include order; the GEMM's #include of the GEMV header is dropped.
+  for (const char *header :
+       {"codegen/cuda/kernels/quant_gemv.cuh", "codegen/cuda/kernels/quant_gemm.cuh"}) {
+    src += std::string("// ---- ") + header + "\n";
+    std::istringstream in(embeddedKernelHeader(header));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
+        src += line + "\n";
+  }
   src += "// ---- entry points\n";
   for (const QuantGemvKernel &k : kernels.empty() ? allQuantGemvKernels() : kernels) {
     // An int4 entry point traps when launched with another scale type than its own.
@@ -88,11 +98,15 @@ std::string quantGemvSource(const std::vector<QuantGemvKernel> &kernels) {
                                  "ScaleType::") +
                          scaleEnumerator(k.scaleType) + ")) __trap();\n"
                    : std::string();
+    const std::string tmpl = std::string("<ingot::quantgemv::Format::") +
+                             formatEnumerator(k.format) + ", ingot::quantgemv::ScaleType::" +
+                             scaleEnumerator(k.isInt4() ? k.scaleType : ScaleType::kF16) + ">";
     src += "extern \"C\" __global__ void __launch_bounds__(ingot::quantgemv::kQuantThreads) " +
            quantGemvKernelName(k) + "(ingot::quantgemv::QuantGemvParams p) {\n" + guard +
-           "  ingot::quantgemv::quantGemv<ingot::quantgemv::Format::" +
-           formatEnumerator(k.format) + ", ingot::quantgemv::ScaleType::" +
-           scaleEnumerator(k.isInt4() ? k.scaleType : ScaleType::kF16) + ">(p);\n}\n";
+           "  ingot::quantgemv::quantGemv" + tmpl + "(p);\n}\n";
+    src += "extern \"C\" __global__ void __launch_bounds__(ingot::quantgemm::kGemmThreads) " +
+           quantGemmKernelName(k) + "(ingot::quantgemv::QuantGemvParams p) {\n" + guard +
+           "  ingot::quantgemm::quantGemm" + tmpl + "(p);\n}\n";
   }
   return src;
 }

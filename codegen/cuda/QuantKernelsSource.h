@@ -1,8 +1,8 @@
-//===- QuantKernelsSource.h - CUDA translation units of the quantized GEMV kernels -*- C++ -*-===//
+//===- QuantKernelsSource.h - CUDA translation units of the quantized GEMV/GEMM kernels -*- C++ -*-===//
 //
-// The fused dequantize-GEMV/GEMM kernels (kernels/quant_gemv.cuh) as NVRTC translation
-// units with one extern "C" entry point per (weight format, int4 scale type), and their
-// names. Plain C++ (no CUDA headers): the compiler, the backend and the tests share it.
+// The fused dequantize-GEMV kernels (kernels/quant_gemv.cuh) and tensor-core GEMMs
+// (kernels/quant_gemm.cuh) as NVRTC translation units with one extern "C" GEMV and one GEMM
+// entry point per (weight format, int4 scale type), and their names. Plain C++ (no CUDA headers): the compiler, the backend and the tests share it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda/kernels/quant_gemv.cuh"
+#include "codegen/cuda/kernels/quant_gemm.cuh"
 
 namespace ingot::codegen {
 
@@ -37,11 +37,17 @@ const std::vector<QuantGemvKernel> &allQuantGemvKernels();
 /// int4 entry point traps when params.scale_type is not its own scale type.
 std::string quantGemvKernelName(const QuantGemvKernel &kernel);
 
+/// The tensor-core GEMM of the same (format, scale type): "ingot_quant_gemm_<...>" with the
+/// GEMV name's suffix. Same QuantGemvParams; launch grid (quantgemm::quantGemmGridX(N),
+/// quantGemmGridY(T), 1) (128 outputs x 64 tokens per CTA), block (kGemmThreads = 256, 1, 1),
+/// static shared memory only (kernels/quant_gemm.cuh). Traps on a foreign scale type too.
+std::string quantGemmKernelName(const QuantGemvKernel &kernel);
+
 /// The name of the weight format alone ("int4min", "int4zero", "fp8", "nvfp4", "mxfp4").
 const char *quantFormatName(quantgemv::Format format);
 
-/// The translation unit: the quant_gemv.cuh text and the entry points of `kernels` (every
-/// one when empty).
+/// The translation unit: the quant_gemv.cuh and quant_gemm.cuh text and, for each of
+/// `kernels` (every one when empty), its GEMV and its GEMM entry point.
 std::string quantGemvSource(const std::vector<QuantGemvKernel> &kernels = {});
 
 } // namespace ingot::codegen

@@ -16,6 +16,7 @@
 #include "compiler/driver/AttentionKernels.h"
 #include "compiler/driver/FusedKernels.h"
 #include "compiler/driver/QuantKernels.h"
+#include "compiler/driver/W8a8Kernels.h"
 #include "compiler/driver/Calibration.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
@@ -450,6 +451,8 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     kernelStatus = addFusedKernels(writer, kernelOptions, &kernels);
   if (kernelStatus.ok())
     kernelStatus = addQuantKernels(writer, kernelOptions, &kernels);
+  if (kernelStatus.ok())
+    kernelStatus = addW8a8Kernels(writer, kernelOptions, &kernels);
   if (!kernelStatus.ok()) {
     err << "ingot compile: error: " << kernelStatus.message() << "\n";
     return 1;

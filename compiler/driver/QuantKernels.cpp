@@ -110,9 +110,10 @@ Status addQuantKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
   std::vector<Unit> units;
   for (const codegen::QuantGemvKernel &k : *kernels) {
     const std::string name = codegen::quantGemvKernelName(k);
-    if (present.count(name))
-      return invalidArgument("kernel " + name + " is already in the artifact: the quantized "
-                             "GEMV kernels are added once");
+    for (const std::string &n : {name, codegen::quantGemmKernelName(k)})
+      if (present.count(n))
+        return invalidArgument("kernel " + n + " is already in the artifact: the quantized "
+                               "GEMV/GEMM kernels are added once");
     const std::string unitName = std::string("ingot_quant_gemv_") +
                                  codegen::quantFormatName(k.format);
     if (units.empty() || units.back().name != unitName)
@@ -128,12 +129,18 @@ Status addQuantKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
   if (!compiled.ok())
     return compiled.status();
 
+  // Each unit holds a GEMV (decode) and a tensor-core GEMM (prefill) per entry point; the
+  // GEMMs' KernelDefs share the unit's binaries.
   for (size_t i = 0; i < units.size(); ++i) {
-    std::vector<std::string> names;
-    for (const codegen::QuantGemvKernel &k : units[i].kernels)
-      names.push_back(codegen::quantGemvKernelName(k));
-    addUnitKernels(writer, (*compiled)[i], names, static_cast<uint32_t>(quantgemv::kQuantThreads),
+    std::vector<std::string> gemv, gemm;
+    for (const codegen::QuantGemvKernel &k : units[i].kernels) {
+      gemv.push_back(codegen::quantGemvKernelName(k));
+      gemm.push_back(codegen::quantGemmKernelName(k));
+    }
+    addUnitKernels(writer, (*compiled)[i], gemv, static_cast<uint32_t>(quantgemv::kQuantThreads),
                    options, rep);
+    addUnitKernels(writer, (*compiled)[i], gemm,
+                   static_cast<uint32_t>(quantgemm::kGemmThreads), options, rep);
   }
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();

@@ -25,8 +25,9 @@ StatusOr<std::vector<codegen::QuantGemvKernel>>
 quantGemvKernelsOf(const ArtifactContents &contents);
 
 /// Adds those entry points (codegen::quantGemvKernelName) as KernelDefs of
-/// quantgemv::kQuantThreads threads without dynamic shared memory, whenever `options.targets`
-/// is not empty. The entry points of one format come from one NVRTC translation unit per
+/// quantgemv::kQuantThreads threads without dynamic shared memory, and beside each its
+/// tensor-core GEMM for prefill (codegen::quantGemmKernelName, quantgemm::kGemmThreads
+/// threads, static shared memory only), whenever `options.targets` is not empty. The entry points of one format come from one NVRTC translation unit per
 /// target (through the kernel cache) and share its binaries, stored once. The runtime finds
 /// them by name; no step links them. Adds to `report`; fails on an NVRTC error or when a
 /// kernel of the same name is already in the artifact.

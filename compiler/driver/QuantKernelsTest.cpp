@@ -106,16 +106,23 @@ TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
   CudaKernelReport report;
   Status s = addQuantKernels(w, {{"sm_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_EQ(w.contents().kernels.size(), 2u);
-  EXPECT_EQ(report.kernels, 2u);
+  // Per entry point a GEMV and its tensor-core GEMM, all four from one unit.
+  ASSERT_EQ(w.contents().kernels.size(), 4u);
+  EXPECT_EQ(report.kernels, 4u);
   EXPECT_EQ(report.compiles, 1u);  // both int4zero entry points in one unit
-  const Kernel &a = w.contents().kernels[0], &b = w.contents().kernels[1];
+  const std::vector<Kernel> &ks = w.contents().kernels;
+  const Kernel &a = ks[0], &b = ks[1];
   EXPECT_EQ(a.name, "ingot_quant_gemv_int4zero_f16");
   EXPECT_EQ(b.name, "ingot_quant_gemv_int4zero_f32");
+  EXPECT_EQ(ks[2].name, "ingot_quant_gemm_int4zero_f16");
+  EXPECT_EQ(ks[3].name, "ingot_quant_gemm_int4zero_f32");
   EXPECT_EQ(a.blockDim, (std::vector<uint32_t>{128, 1, 1}));
+  EXPECT_EQ(ks[2].blockDim, (std::vector<uint32_t>{256, 1, 1}));
+  EXPECT_EQ(ks[2].sharedMemBytes, 0u);  // static shared memory only
   ASSERT_EQ(a.binaries.size(), 1u);
   EXPECT_EQ(a.binaries[0].target, "sm_80");
   EXPECT_EQ(a.binaries[0].data, b.binaries[0].data);
+  EXPECT_EQ(a.binaries[0].data, ks[3].binaries[0].data);
   s = addQuantKernels(w, {{"sm_80"}, ""}, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ingot_quant_gemv_int4zero_f16 is already in the artifact"),

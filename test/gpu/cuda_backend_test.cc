@@ -144,6 +144,32 @@ TEST_F(CudaBackendGpuTest, QuantizedArtifactMatchesTheCpuBackend) {
   EXPECT_LT(worst, 3e-2);
 }
 
+TEST_F(CudaBackendGpuTest, QuantizedPrefillRunsTheTensorCoreGemmWithinBf16OfTheCpu) {
+  // A prefill of 80 tokens (>= quantgemm::kQuantGemmMinRows) takes the ingot_quant_gemm_*
+  // kernels, which round weights and activations to bf16; decode rows take the GEMVs.
+  const char* path = std::getenv("INGOT_GPU_QUANT_ARTIFACT");
+  if (!path) GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
+  StatusOr<Artifact> opened = Artifact::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  artifact = std::make_unique<Artifact>(std::move(opened).value());
+  auto gpu = cuda();
+  auto ref = cpu();
+  ASSERT_TRUE(gpu && ref);
+  Sequence seq;
+  seq.tokens = randomTokens(82);
+  for (int32_t b = 0; b * block_size < 82; ++b) seq.blocks.push_back(20 + b);
+  std::vector<float> got, want;
+  for (int n : {80, 1, 1}) {
+    StepInputs step = makeStep({&seq}, {n}, block_size);
+    ASSERT_TRUE(gpu->step(step, &got).ok());
+    ASSERT_TRUE(ref->step(step, &want).ok());
+    const double err = relativeError(got, want);
+    std::cout << "[ cuda ] quantized artifact, step of " << n << " tokens: max logit error "
+              << err << " of max |logit|\n";
+    EXPECT_LT(err, 3e-2) << n << " tokens";
+  }
+}
+
 TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
   auto graphs = cuda(128);
   auto eager = cuda(0);

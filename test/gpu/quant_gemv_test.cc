@@ -151,7 +151,7 @@ TEST_P(QuantGemvGpuTest, EveryKernelMatchesTheCpuKernels) {
 }
 
 TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
-  if (GetParam()) GTEST_SKIP() << "measured on the cubin only";
+  // Measured for the cubin and for the PTX JIT alike: gpu-check.sh fails on any skip.
   std::mt19937 rng(7);
   const int64_t N = 4096, K = 4096;
   // Launches rotate over copies spanning 512 MiB, so the weights stream from DRAM, not from

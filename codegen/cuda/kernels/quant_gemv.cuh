@@ -8,8 +8,8 @@
 // (the CUDA backend keeps activations in f32); every product and sum is f32.
 //
 // Work split: one warp per output row n (kQuantRowsPerWarp rows). Lane L reads the row's
-// 16-byte chunks L, L + 32, L + 64, ... (8-byte chunks where a 4-bit row is not a whole
-// number of 16 bytes or the codes are only 8-byte aligned), decodes
+// 16-byte chunks L, L + 32, L + 64, ... (8-byte chunks where a row is not a whole number
+// of 16 bytes, e.g. fp8 with K = 8 mod 16, or the codes are only 8-byte aligned), decodes
 // them in registers, multiplies them with the matching activations of up to kQuantTileT
 // tokens and accumulates in f32; a warp-shuffle butterfly sums the 32 lane partials. The
 // warp passes over its row once per tile of kQuantTileT tokens (correctness first for
@@ -329,20 +329,34 @@ INGOT_QUANT_HD bool sixteenByteChunks(const QuantGemvParams &p, bool fp8) {
 }
 
 #if !defined(__CUDACC_RTC__)
-/// Why `p` cannot be launched with the kernel of (f, scale type in p), or null when it can.
-/// K a positive multiple of 16 (the smallest block) and of block; block a power of two from
-/// 16 (int4, nvfp4 16, mxfp4 32; fp8 K); 8-byte aligned codes; 16-byte aligned x rows.
+/// Why a weight of format f, K columns and `block` cannot go through the kernel, or null
+/// when it can: the shape half of checkQuantGemvParams, which the CUDA backend checks when
+/// it loads a quantized linear (before any pointer exists). A row must be whole 8-byte code
+/// chunks: K a multiple of 8 for fp8 (one byte a code; its activations, 4 per code word, are
+/// then float4 loads of rows whose stride K is a multiple of 4), of 16 for the 4-bit formats;
+/// block a power of two from 16 dividing K (int4, nvfp4 16, mxfp4 32), K for fp8.
+inline const char *checkQuantGemvShape(Format f, int K, int block) {
+  const bool fp8 = f == Format::kFp8, int4 = f == Format::kInt4Min || f == Format::kInt4Zero;
+  if (K <= 0) return "quant gemv: K must be positive";
+  if (fp8 && K % 8 != 0)
+    return "quant gemv: an fp8 weight's K must be a multiple of 8 (8-byte code loads)";
+  if (!fp8 && K % 16 != 0) return "quant gemv: K must be a multiple of 16";
+  if (fp8 && block != K) return "quant gemv: an fp8 weight's block must be K";
+  if (f == Format::kNvfp4 && block != 16) return "quant gemv: nvfp4 blocks are 16";
+  if (f == Format::kMxfp4 && block != 32) return "quant gemv: mxfp4 blocks are 32";
+  if (int4 && (block < 16 || (block & (block - 1)) != 0 || K % block != 0))
+    return "quant gemv: the int4 group must be a power of two >= 16 dividing K";
+  if (f == Format::kMxfp4 && K % 32 != 0) return "quant gemv: mxfp4 K must be a multiple of 32";
+  return nullptr;
+}
+
+/// Why `p` cannot be launched with the kernel of (f, scale type in p), or null when it can:
+/// checkQuantGemvShape, then the pointers: 8-byte aligned codes, 16-byte aligned x rows.
 inline const char *checkQuantGemvParams(const QuantGemvParams &p, Format f) {
   const bool fp8 = f == Format::kFp8, int4 = f == Format::kInt4Min || f == Format::kInt4Zero;
   if (!p.codes || !p.x || !p.y) return "quant gemv: codes, x and y must be set";
   if (p.N <= 0 || p.K <= 0 || p.T <= 0) return "quant gemv: N, K and T must be positive";
-  if (p.K % 16 != 0) return "quant gemv: K must be a multiple of 16";
-  if (fp8 && p.block != p.K) return "quant gemv: an fp8 weight's block must be K";
-  if (f == Format::kNvfp4 && p.block != 16) return "quant gemv: nvfp4 blocks are 16";
-  if (f == Format::kMxfp4 && p.block != 32) return "quant gemv: mxfp4 blocks are 32";
-  if (int4 && (p.block < 16 || (p.block & (p.block - 1)) != 0 || p.K % p.block != 0))
-    return "quant gemv: the int4 group must be a power of two >= 16 dividing K";
-  if (f == Format::kMxfp4 && p.K % 32 != 0) return "quant gemv: mxfp4 K must be a multiple of 32";
+  if (const char *shape = checkQuantGemvShape(f, p.K, p.block)) return shape;
   if (!fp8 && !p.scales) return "quant gemv: the block scales must be set";
   if (int4 && !p.zeros) return "quant gemv: the int4 zeros/mins must be set";
   if (int4 && (p.scale_type < 0 || p.scale_type > 2))

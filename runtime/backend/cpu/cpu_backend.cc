@@ -53,7 +53,7 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::create(const Artifact& artifac
     return unimplemented(std::string("cpu backend: this CPU does not support ") +
                          simdLevelName(level));
   b->kernels_ = &cpuKernels(level);
-  b->quant_kernels_ = &quantKernels(level);
+  b->quant_kernels_ = options.quant_kernels ? options.quant_kernels : &quantKernels(level);
   StatusOr<int32_t> program_index =
       selectProgram(artifact, options.program, options.tp_rank, options.communicator);
   if (!program_index.ok()) return program_index.status().withPrefix("cpu backend");

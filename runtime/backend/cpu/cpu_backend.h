@@ -21,6 +21,8 @@ namespace ingot {
 
 class Communicator;
 
+struct QuantKernels;
+
 struct CpuBackendOptions {
   /// Worker threads including the caller; 0 = std::thread::hardware_concurrency().
   int num_threads = 0;
@@ -42,6 +44,10 @@ struct CpuBackendOptions {
   /// F8E4M3FN for an artifact compiled with an fp8 KV cache). fp8 stores E4M3 codes with
   /// per-block-head scales (kv_fp8.h): a quarter of the bytes per token.
   std::optional<KvDtype> kv_dtype;
+  /// Quantized-linear kernels to use instead of the SIMD level's (not owned; must outlive
+  /// the backend): for measurements such as the W8A8 emulation of
+  /// runtime/backend/bench/w8a8_accuracy.cc. Null = quantKernels(simd).
+  const QuantKernels* quant_kernels = nullptr;
 };
 
 struct ProgramPlan;

@@ -4,7 +4,7 @@ add_library(ingot_cuda_step_pack step_pack.cc)
 target_link_libraries(ingot_cuda_step_pack PUBLIC ingot_backend_cpu)
 
 add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc cuda_collectives.cc
-  cuda_kv_pool.cc)
+  cuda_kv_pool.cc cuda_fp8_linear.cc)
 target_link_libraries(ingot_backend_cuda
   PUBLIC ingot_backend_cpu ingot_cuda_step_pack ingot_cuda_driver ingot_cuda_kernels ingot_cublaslt)
 
@@ -53,4 +53,15 @@ if(INGOT_BUILD_TESTS)
     add_dependencies(ingot_cuda_tp_graph_fake_tests ingot_fake_cuda_nccl ingot_fake_cublaslt)
     gtest_discover_tests(ingot_cuda_tp_graph_fake_tests PROPERTIES TIMEOUT 120)
   endif()
+
+  # W8A8 FP8 linears (cuda_fp8_linear.h): gemmFp8's values and the backend's dispatch.
+  add_executable(ingot_cuda_fp8_fake_tests cublaslt_fp8_fake_test.cc
+    cuda_fp8_linear_fake_test.cc)
+  target_link_libraries(ingot_cuda_fp8_fake_tests PRIVATE ingot_backend_cuda
+    ingot_backend_testing GTest::gtest_main ${CMAKE_DL_LIBS})
+  target_compile_definitions(ingot_cuda_fp8_fake_tests PRIVATE
+    INGOT_FAKE_LIBCUDA="$<TARGET_FILE:ingot_fake_libcuda>"
+    INGOT_FAKE_CUBLASLT="$<TARGET_FILE:ingot_fake_cublaslt>")
+  add_dependencies(ingot_cuda_fp8_fake_tests ingot_fake_libcuda ingot_fake_cublaslt)
+  gtest_discover_tests(ingot_cuda_fp8_fake_tests)
 endif()

@@ -35,8 +35,8 @@ namespace {
 /// Largest pointer alignment cuBLASLt's heuristics distinguish (its default assumption).
 constexpr unsigned kMaxAlignment = 256;
 
-/// (N, K, T or its bucket, pointer alignment in bytes).
-using ShapeKey = std::tuple<int64_t, int64_t, int64_t, unsigned>;
+/// (N, K, T or its bucket, pointer alignment in bytes, input element type).
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, unsigned, int>;
 
 int64_t roundUpToPowerOfTwo(int64_t v) {
   int64_t p = 1;
@@ -60,10 +60,12 @@ struct GemmPlan {
 };
 
 struct CublasLt::Plans {
-  cublasLtMatmulDesc_t desc = nullptr;  // bf16 x bf16 -> f32, f32 compute, A transposed
+  // f32 compute and scale, A transposed ("TN", which FP8 requires): bf16 or E4M3 inputs
+  // (their types are the layouts'), f32 output, unit A/B scales.
+  cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
-  std::map<ShapeKey, cublasLtMatmulAlgo_t> bucketAlgos;  // (N, K, T bucket, alignment)
-  std::map<ShapeKey, GemmPlan> exact;                    // (N, K, T, alignment)
+  std::map<ShapeKey, cublasLtMatmulAlgo_t> bucketAlgos;  // (N, K, T bucket, alignment, type)
+  std::map<ShapeKey, GemmPlan> exact;                    // (N, K, T, alignment, type)
   int heuristicQueries = 0;
 };
 
@@ -165,15 +167,34 @@ int CublasLt::heuristicQueries() const {
 
 Status CublasLt::gemmBf16(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
                           int64_t T, int64_t N, int64_t K, CUdeviceptr workspace) {
+  return gemm(stream, x, w, y, T, N, K, workspace, /*fp8=*/false);
+}
+
+Status CublasLt::gemmFp8(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
+                         int64_t T, int64_t N, int64_t K, CUdeviceptr workspace) {
+  if (N % kFp8Align != 0 || K % kFp8Align != 0)
+    return invalidArgument("gemmFp8: N = " + std::to_string(N) + " and K = " + std::to_string(K) +
+                           " must be multiples of " + std::to_string(kFp8Align) +
+                           " (cuBLASLt's FP8 layout rule): pad the weight and activation codes");
+  if ((x | w | y) & 15)
+    return invalidArgument("gemmFp8: x, w and y must be 16-byte aligned device pointers");
+  return gemm(stream, x, w, y, T, N, K, workspace, /*fp8=*/true);
+}
+
+Status CublasLt::gemm(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int64_t T,
+                      int64_t N, int64_t K, CUdeviceptr workspace, bool fp8) {
+  const char* fn = fp8 ? "gemmFp8" : "gemmBf16";
+  const char* in = fp8 ? "e4m3" : "bf16";
   const std::string shape = "y[" + std::to_string(T) + ", " + std::to_string(N) + "] f32 = x[" +
-                            std::to_string(T) + ", " + std::to_string(K) + "] bf16 . w[" +
-                            std::to_string(N) + ", " + std::to_string(K) + "]^T bf16";
+                            std::to_string(T) + ", " + std::to_string(K) + "] " + in + " . w[" +
+                            std::to_string(N) + ", " + std::to_string(K) + "]^T " + in;
   if (T < 0 || N <= 0 || K <= 0)
-    return invalidArgument("gemmBf16: bad shape " + shape + " (N, K > 0 and T >= 0)");
+    return invalidArgument(std::string(fn) + ": bad shape " + shape + " (N, K > 0 and T >= 0)");
   if (T == 0) return okStatus();
   if (!x || !w || !y || !workspace)
-    return invalidArgument(std::string("gemmBf16: ") + (!x ? "x" : !w ? "w" : !y ? "y" : "workspace") +
+    return invalidArgument(std::string(fn) + ": " + (!x ? "x" : !w ? "w" : !y ? "y" : "workspace") +
                            " is a null device pointer, for " + shape);
+  const cudaDataType_t inType = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   // The heuristics may pick vectorized kernels for aligned pointers; tell them what we have.
   unsigned alignment = kMaxAlignment;
   while (alignment > 1 && ((x | w | y) & (alignment - 1))) alignment >>= 1;
@@ -187,8 +208,8 @@ Status CublasLt::gemmBf16(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdevic
       return internalError(std::string(call) + ": " + describe(s) + " for " + shape);
     };
     auto layouts = [&](int64_t t, GemmPlan& g) -> Status {
-      cublasStatus_t s = api.matrixLayoutCreate(&g.a, CUDA_R_16BF, K, N, K);
-      if (s == CUBLAS_STATUS_SUCCESS) s = api.matrixLayoutCreate(&g.b, CUDA_R_16BF, K, t, K);
+      cublasStatus_t s = api.matrixLayoutCreate(&g.a, inType, K, N, K);
+      if (s == CUBLAS_STATUS_SUCCESS) s = api.matrixLayoutCreate(&g.b, inType, K, t, K);
       if (s == CUBLAS_STATUS_SUCCESS) s = api.matrixLayoutCreate(&g.c, CUDA_R_32F, N, t, N);
       return s == CUBLAS_STATUS_SUCCESS ? okStatus() : failure("cublasLtMatrixLayoutCreate", s);
     };
@@ -221,13 +242,13 @@ Status CublasLt::gemmBf16(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdevic
       return okStatus();
     };
 
-    const ShapeKey exactKey{N, K, T, alignment};
+    const ShapeKey exactKey{N, K, T, alignment, static_cast<int>(inType)};
     auto it = p.exact.find(exactKey);
     if (it == p.exact.end()) {
       GemmPlan g;
       Status built = layouts(T, g);
       const int64_t bucket = roundUpToPowerOfTwo(T);
-      const ShapeKey bucketKey{N, K, bucket, alignment};
+      const ShapeKey bucketKey{N, K, bucket, alignment, static_cast<int>(inType)};
       if (built.ok() && !p.bucketAlgos.count(bucketKey)) {
         GemmPlan b;  // the bucket's own layouts, only for the query
         built = bucket == T ? heuristic(g, &p.bucketAlgos[bucketKey]) : layouts(bucket, b);

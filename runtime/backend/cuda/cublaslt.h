@@ -47,6 +47,20 @@ class CublasLt {
   Status gemmBf16(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
                   int64_t T, int64_t N, int64_t K, CUdeviceptr workspace);
 
+  /// K and N of gemmFp8 are multiples of this: cuBLASLt's FP8 kernels want 16-byte aligned
+  /// leading dimensions (16 one-byte codes) and 16-multiple dimensions for their tiles.
+  static constexpr int64_t kFp8Align = 16;
+
+  /// y [T, N] f32 row-major = x [T, K] E4M3 row-major . w [N, K]^T E4M3 row-major with unit
+  /// scales and f32 accumulation (fast accumulation off): the W8A8 GEMM, whose caller applies
+  /// the per-token and per-channel scales (kernels/fp8_w8a8.cuh). cuBLASLt's FP8 layout rule
+  /// is met as gemmBf16 lays out its operands: A = w transposed, B = x ("TN"). N and K must be
+  /// multiples of kFp8Align (pad the codes with zeros) and the pointers 16-byte aligned, else
+  /// an error saying so. Same heuristic cache and capture rules as gemmBf16; FP8 kernels exist
+  /// on sm_89 and newer only (cuBLASLt's error otherwise).
+  Status gemmFp8(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int64_t T,
+                 int64_t N, int64_t K, CUdeviceptr workspace);
+
   /// The library load() opened ("libcublasLt.so.13" or the $INGOT_CUBLASLT_LIBRARY path).
   const std::string& library() const { return libraryName_; }
   /// cublasLtGetVersion(), e.g. 130001.
@@ -60,6 +74,9 @@ class CublasLt {
   CublasLt();
   /// "CUBLAS_STATUS_NOT_SUPPORTED (the functionality requested is not supported)".
   std::string describe(int status) const;
+  /// gemmBf16 and gemmFp8: bf16 or E4M3 inputs.
+  Status gemm(CUstream stream, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int64_t T, int64_t N,
+              int64_t K, CUdeviceptr workspace, bool fp8);
 
   std::unique_ptr<Api> api_;
   std::unique_ptr<Plans> plans_;

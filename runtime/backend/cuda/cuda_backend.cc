@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/cuda_fp8_linear.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {
@@ -106,7 +107,7 @@ std::string quantGemvKernel(const QuantMatrix& q) {
 }
 
 /// The fused kernels, each attention step's decode and combine kernels, and each quantized
-/// linear's GEMV kernel.
+/// linear's GEMV kernel (and its GEMM, where the artifact has one).
 Status resolveKernels(CudaBackendState& s, int32_t program) {
   const KernelModules& m = *s.modules;
   auto fused = [&](const char* op, LoadedKernel* out) -> Status {
@@ -148,6 +149,12 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
         return notFound("step " + std::to_string(i) + " (" + p.weight.name + ") needs CUDA kernel " +
                         name + ", which the artifact lacks; recompile it with --cuda-targets");
       s.steps[i].gemv = *k;
+      // Its prefill GEMM (same suffix), optional: older artifacts have only the GEMV.
+      const std::string gemm =
+          "ingot_quant_gemm" + name.substr(std::string("ingot_quant_gemv").size());
+      if (m.has(gemm)) {
+        INGOT_ASSIGN_OR_RETURN(s.steps[i].gemm, m.find(gemm));
+      }
       continue;
     }
     if (p.op != OpKind::Attention) continue;
@@ -193,6 +200,7 @@ CudaBackendState::~CudaBackendState() {
   if (stream) cu->streamSynchronize(stream);
   dropGraphs();
   // Device memory goes before the context it lives in is released.
+  fp8_linear.reset();
   buffers = StepBuffers();
   kv_pool.reset();
   kv_scales.reset();
@@ -272,6 +280,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   INGOT_RETURN_IF_ERROR(s.errors.allocate(cu, 16, "error words"));
   INGOT_RETURN_IF_ERROR(s.errors_host.allocate(cu, 16, "error words"));
   INGOT_RETURN_IF_ERROR(uploadWeights(s).withPrefix("cuda backend"));
+  INGOT_RETURN_IF_ERROR(prepareFp8Linears(s, options.fp8_w8a8_min_rows).withPrefix("cuda backend"));
 
   // Buffers for the largest decode graph and a first prefill, before the KV pool takes
   // the rest of the memory.
@@ -542,7 +551,8 @@ std::string CudaBackend::describe() const {
          (s.world == 1 || (s.stream_comm && s.stream_comm->capturable())
               ? ", decode graphs up to batch " +
                     std::to_string(s.buckets.empty() ? 0 : s.buckets.back())
-              : std::string());
+              : std::string()) +
+         (describeFp8Linears(s).empty() ? std::string() : ", " + describeFp8Linears(s));
 }
 
 Status cudaDeviceAvailable() {

@@ -50,6 +50,13 @@ struct CudaBackendOptions {
   Communicator* communicator = nullptr;
   /// Kernel binaries: the PTX JIT cache, and forcing the PTX path.
   KernelModuleOptions kernels;
+  /// fp8 linears on sm_90+: steps of at least this many tokens run W8A8 (per-token E4M3
+  /// activations, cuBLASLt FP8; cuda_fp8_linear.h), shorter ones the weight-only GEMV;
+  /// 0 = always weight-only. $INGOT_CUDA_W8A8 (off, or a row count) overrides it. Below it
+  /// the GEMV, streaming the weight bytes once per 4 tokens, is bound by those bytes, not
+  /// by math; 32 is a first guess made without a GPU (test/gpu/fp8_linear_test.cc prints
+  /// both paths' times per row count).
+  int64_t fp8_w8a8_min_rows = 32;
 };
 
 struct CudaBackendState;

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "codegen/cuda/kernels/quant_gemm.cuh"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/cuda/fake_cuda_test.h"
 #include "runtime/backend/cuda/fake_libcuda.h"
@@ -26,11 +27,7 @@ namespace {
 using testing::makeStep;
 using testing::Sequence;
 
-struct Launch {
-  std::string name;
-  unsigned dims[6];
-  bool fromGraph;
-};
+using Launch = RecordedLaunch;
 
 class CudaBackendFakeTest : public FakeCudaTest {
  protected:
@@ -52,22 +49,6 @@ class CudaBackendFakeTest : public FakeCudaTest {
     StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(a, o);
     EXPECT_TRUE(b.ok()) << b.status().message();
     return b.ok() ? std::move(b).value() : nullptr;
-  }
-  std::vector<Launch> launches() {
-    auto count = reinterpret_cast<FakeCudaLaunchCountFn>(::dlsym(driver_, "fakeCudaLaunchCount"));
-    auto get = reinterpret_cast<FakeCudaLaunchFn>(::dlsym(driver_, "fakeCudaLaunch"));
-    std::vector<Launch> out;
-    for (int i = 0; i < count(); ++i) {
-      Launch l;
-      int fromGraph = 0;
-      l.name = get(i, l.dims, &fromGraph);
-      l.fromGraph = fromGraph != 0;
-      out.push_back(l);
-    }
-    return out;
-  }
-  const FakeCudaStats& stats() {
-    return *reinterpret_cast<FakeCudaStatsFn>(::dlsym(driver_, "fakeCudaStats"))();
   }
   /// (rows, cols) of A, B and D of every GEMM since the reset.
   std::vector<std::vector<int64_t>> gemms() {
@@ -307,6 +288,115 @@ TEST_F(CudaBackendFakeTest, QuantizedLinearsRunTheirFormatsGemvKernelFromThePack
     EXPECT_EQ(gemv, static_cast<size_t>(7 * o.layers)) << name;
     EXPECT_EQ(gemms().size(), 1u) << "only the (bf16) head goes through cuBLASLt";
   }
+}
+
+TEST_F(CudaBackendFakeTest, PrefillRowsRunTheTensorCoreGemmAndDecodeRowsTheGemv) {
+  testing::LlamaProgramOptions o;
+  o.linear_quant = schema::QuantKind::Mxfp4;
+  o.hidden = 64;
+  o.intermediate = 320;  // gate/up: N = 320, three 128-wide GEMM tiles
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  Sequence seq;
+  const int prefill = 150, below = quantgemm::kQuantGemmMinRows - 1;
+  seq.tokens = randomTokens(prefill + below + 1, o.vocab);
+  for (int32_t blk = 0; blk < 12; ++blk) seq.blocks.push_back(blk);
+  // rows: the step's token count; want: whether the GEMM serves it.
+  for (const auto& [rows, want] : {std::pair<int, bool>{prefill, true}, {below, false}, {1, false}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    SetUp();
+    std::vector<float> logits;
+    ASSERT_TRUE(b->step(makeStep({&seq}, {rows}, o.block_size), &logits).ok());
+    size_t gemm = 0, gemv = 0;
+    for (const Launch& l : launches()) {
+      if (l.name == "ingot_quant_gemm_mxfp4") {
+        ++gemm;
+        EXPECT_EQ(l.dims[3], 256u);
+        // 128 outputs x 64 tokens per CTA: N = 32 (k, v) or 64 (q, o, down) in one column
+        // of tiles, N = 320 (gate, up) in three; 150 tokens in three rows of tiles.
+        EXPECT_TRUE(l.dims[0] == 1 || l.dims[0] == 3) << l.dims[0];
+        EXPECT_EQ(l.dims[1], 3u);
+      } else if (l.name == "ingot_quant_gemv_mxfp4") {
+        ++gemv;
+        EXPECT_EQ(l.dims[1], 1u);
+      }
+    }
+    EXPECT_EQ(gemm, want ? static_cast<size_t>(7 * o.layers) : 0u);
+    EXPECT_EQ(gemv, want ? 0u : static_cast<size_t>(7 * o.layers));
+  }
+}
+
+TEST_F(CudaBackendFakeTest, AnArtifactWithoutTheGemmsRunsPrefillThroughTheGemv) {
+  testing::LlamaProgramOptions o;
+  o.linear_quant = schema::QuantKind::Int4Group;
+  o.fake_quant_gemm_kernels = false;
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  SetUp();
+  Sequence seq;
+  seq.tokens = randomTokens(100, o.vocab);
+  for (int32_t blk = 0; blk < 7; ++blk) seq.blocks.push_back(blk);
+  std::vector<float> logits;
+  ASSERT_TRUE(b->step(makeStep({&seq}, {100}, o.block_size), &logits).ok());
+  size_t gemv = 0;
+  for (const Launch& l : launches()) {
+    EXPECT_EQ(l.name.rfind("ingot_quant_gemm_", 0), std::string::npos) << l.name;
+    gemv += l.name == "ingot_quant_gemv_int4min_f16";
+  }
+  EXPECT_EQ(gemv, static_cast<size_t>(7 * o.layers));
+}
+
+TEST_F(CudaBackendFakeTest, AnFp8WeightWithKEightModSixteenRunsPrefillThroughTheGemv) {
+  // intermediate 120: down_proj's K = 120 takes the GEMV's 8-byte code chunks, but a GEMM
+  // stage's 16 codes would read past its rows, so down stays on the GEMV for every row
+  // count while q/k/v/o and gate/up (K = 64) take the GEMM. W8A8 off: weight-only fp8.
+  testing::LlamaProgramOptions o;
+  o.linear_quant = schema::QuantKind::PerChannel;
+  o.hidden = 64;
+  o.intermediate = 120;
+  auto a = artifact(o);
+  CudaBackendOptions options;
+  options.num_kv_blocks = 64;
+  options.max_model_len = 256;
+  options.kernels.ptx_cache_dir = "none";
+  options.fp8_w8a8_min_rows = 0;
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  SetUp();
+  Sequence seq;
+  const int rows = 2 * quantgemm::kQuantGemmMinRows;
+  seq.tokens = randomTokens(rows, o.vocab);
+  for (int32_t blk = 0; blk < rows / o.block_size + 1; ++blk) seq.blocks.push_back(blk);
+  std::vector<float> logits;
+  ASSERT_TRUE((*b)->step(makeStep({&seq}, {rows}, o.block_size), &logits).ok());
+  const std::vector<Launch> ls = launches();
+  EXPECT_EQ(countOf(ls, "ingot_quant_gemm_fp8"), static_cast<size_t>(6 * o.layers));
+  EXPECT_EQ(countOf(ls, "ingot_quant_gemv_fp8"), static_cast<size_t>(o.layers));
+  for (const Launch& l : ls)
+    if (l.name == "ingot_quant_gemv_fp8")  // down: N = 64, a warp per row, four per CTA
+      EXPECT_EQ(l.dims[0], 16u);
+}
+
+TEST_F(CudaBackendFakeTest, AQuantizedWeightTheGemvCannotReadIsRefusedAtLoadNamingIt) {
+  // intermediate 100: down_proj's K = 100 is not whole 8-byte fp8 code chunks.
+  testing::LlamaProgramOptions o;
+  o.linear_quant = schema::QuantKind::PerChannel;
+  o.hidden = 64;
+  o.intermediate = 100;
+  auto a = artifact(o);
+  CudaBackendOptions options;
+  options.num_kv_blocks = 8;
+  options.kernels.ptx_cache_dir = "none";
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
+  ASSERT_FALSE(b.ok());
+  const std::string m = b.status().message();
+  EXPECT_NE(m.find("mlp.down_proj"), std::string::npos) << m;
+  EXPECT_NE(m.find("K = 100"), std::string::npos) << m;
+  EXPECT_NE(m.find("multiple of 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("ingot_quant_gemv_fp8"), std::string::npos) << m;
+  EXPECT_TRUE(launches().empty());
 }
 
 TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {

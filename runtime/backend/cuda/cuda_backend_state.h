@@ -94,6 +94,9 @@ struct DeviceStep {
   bool quantized = false;
   CUdeviceptr codes = 0, scales = 0, zeros = 0, channel_scales = 0;
   LoadedKernel gemv;
+  /// Its tensor-core GEMM for prefill rows (ingot_quant_gemm_*); function null where the
+  /// artifact predates it (the GEMV then serves every row count).
+  LoadedKernel gemm;
   LoadedKernel attention;    ///< the step's decode kernel
   LoadedKernel combine;      ///< its split combine
 };
@@ -124,6 +127,8 @@ struct StepBuffers {
   DeviceMemory gathered_slices;  ///< all_gather: the ranks' [rows, W] slices, rank-major
   PinnedMemory inputs_host, logits_host, extra_host, row_sampling_host, tokens_host;
 };
+
+struct Fp8LinearState;  // cuda_fp8_linear.h
 
 struct CudaBackendState {
   ~CudaBackendState();
@@ -167,6 +172,9 @@ struct CudaBackendState {
 
   std::vector<DeviceStep> steps;
   FusedKernels fused;
+  /// Which fp8 linears run W8A8 (sm_90+ prefill) and their buffers (cuda_fp8_linear.h;
+  /// a shared_ptr because the type is complete only there).
+  std::shared_ptr<Fp8LinearState> fp8_linear;
   std::vector<std::unique_ptr<DeviceMemory>> weight_memory;
   uint64_t weight_device_bytes = 0;
   /// Bytes of each of the two pinned staging buffers of the weight upload.

@@ -5,10 +5,12 @@
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/fused_ops.cuh"
 #include "codegen/cuda/kernels/kv_fp8.cuh"
+#include "codegen/cuda/kernels/quant_gemm.cuh"
 #include "codegen/cuda/kernels/quant_gemv.cuh"
 #include "codegen/cuda/kernels/sampling.cuh"
 #include "codegen/cuda/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/cuda_fp8_linear.h"
 
 namespace ingot {
 
@@ -113,6 +115,7 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
     INGOT_RETURN_IF_ERROR(b.gathered_slices.allocate(cu, slices, "all_gather slices"));
   INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
                                  cu.memsetD32Async(b.tree_bits.ptr(), 0, d.requests, s.stream)));
+  INGOT_RETURN_IF_ERROR(ensureFp8LinearBuffers(s, d.tokens));
   b.dims = d;
   return okStatus();
 }
@@ -162,6 +165,10 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
     q.scale_type = static_cast<int>(p.quant.scale_type);
     q.global_scale = p.quant.global_scale;
     void* args[] = {&q};
+    // Prefill rows: the tensor-core GEMM (kernels/quant_gemm.cuh), where the artifact has it.
+    if (d.gemm.function && rows >= quantgemm::kQuantGemmMinRows)
+      return launch(s, d.gemm, quantgemm::quantGemmGridX(q.N), quantgemm::quantGemmGridY(q.T), 1,
+                    args, where);
     return launch(s, d.gemv, quantgemv::quantGemvGridSize(q.N), 1, 1, args, where);
   };
   auto linear = [&](CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int64_t rows,
@@ -205,12 +212,19 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
         CUdeviceptr x = slot(p.inputs[0]), residual = 0, gamma = d.norm, out = slot(p.outputs[0]);
         int dim = static_cast<int>(plan.buffers[p.inputs[0]].width);
         float eps = p.epsilon;
+        if (quantizesOutput(s, i, T)) {  // its output feeds W8A8 linears: codes too
+          INGOT_RETURN_IF_ERROR(enqueueFp8RmsNorm(s, i, x, gamma, out, dim, eps, T, where));
+          break;
+        }
         void* args[] = {&x, &residual, &gamma, &out, &dim, &eps};
         INGOT_RETURN_IF_ERROR(launch(s, f.rms_norm, T, 1, 1, args, where + " (rms_norm)"));
         break;
       }
       case OpKind::Linear:
-        if (d.quantized)
+        if (d.quantized && usesW8a8(s, i, T))  // fp8 on sm_90+, enough rows
+          INGOT_RETURN_IF_ERROR(enqueueFp8Linear(s, i, slot(p.inputs[0]), slot(p.outputs[0]), T,
+                                                 where + " (W8A8 linear " + p.weight.name + ")"));
+        else if (d.quantized)
           INGOT_RETURN_IF_ERROR(quantLinear(p, d, slot(p.inputs[0]), slot(p.outputs[0]), T,
                                             where + " (quantized linear " + p.weight.name + ")"));
         else
@@ -341,8 +355,13 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
       case OpKind::Add: {
         CUdeviceptr x = slot(p.inputs[0]), y = slot(p.inputs[1]), out = slot(p.outputs[0]);
         long long count = static_cast<long long>(T) * plan.buffers[p.outputs[0]].width;
-        void* args[] = {&x, &y, &out, &count};
         const bool silu = p.op == OpKind::SiluMul;
+        if (silu && quantizesOutput(s, i, T)) {  // its output feeds W8A8 linears: codes too
+          INGOT_RETURN_IF_ERROR(enqueueFp8SiluMul(
+              s, i, x, y, out, static_cast<int>(plan.buffers[p.outputs[0]].width), T, where));
+          break;
+        }
+        void* args[] = {&x, &y, &out, &count};
         INGOT_RETURN_IF_ERROR(launch(s, silu ? f.silu_mul : f.add, strideGrid(count, s.sms), 1, 1,
                                      args, where + (silu ? " (silu_mul)" : " (add)")));
         break;

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "codegen/cuda/kernels/quant_gemm.cuh"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 
@@ -99,6 +100,42 @@ void convert(const UploadItem& item, int64_t i0, int64_t i1, void* out) {
   for (int64_t i = i0; i < i1; ++i) o[i - i0] = widen(item.src, item.type, i);
 }
 
+/// The GEMV kernels of a quantized format (codegen QuantKernelsSource's names).
+std::string gemvFamily(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kInt4Min: return "ingot_quant_gemv_int4min_*";
+    case QuantFormat::kInt4Zero: return "ingot_quant_gemv_int4zero_*";
+    case QuantFormat::kFp8: return "ingot_quant_gemv_fp8";
+    case QuantFormat::kNvfp4: return "ingot_quant_gemv_nvfp4";
+    case QuantFormat::kMxfp4: return "ingot_quant_gemv_mxfp4";
+  }
+  return "ingot_quant_gemv_*";
+}
+
+/// The quantized kernels' shape rules (kernels/quant_gemv.cuh checkQuantGemvShape, code
+/// chunk and float4 activation loads of rows of stride K; quant_gemm.cuh checkQuantGemmShape),
+/// which the loader's formats do not imply (an fp8 weight may have any even K), checked
+/// before any weight moves: a weight the GEMV cannot read fails the load naming it, its K
+/// and the rule; one only the GEMM cannot read drops its GEMM (resolved with the kernels),
+/// so the GEMV serves every row count. The kernels' pointer rules hold by construction:
+/// cuMemAlloc's 256-byte alignment for codes and activation slots.
+Status fitQuantKernels(const ProgramPlan& plan, std::vector<DeviceStep>& steps) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlannedStep& p = plan.steps[i];
+    if (p.op != schema::OpKind::Linear || !p.quantized) continue;
+    const auto format = static_cast<quantgemv::Format>(p.quant.format);
+    const int K = static_cast<int>(p.quant.K), block = static_cast<int>(p.quant.block);
+    if (const char* why = quantgemv::checkQuantGemvShape(format, K, block))
+      return failedPrecondition(
+          "step " + std::to_string(i) + " (" + p.weight.name + "): its K = " + std::to_string(K) +
+          " (block " + std::to_string(block) + ") does not fit the CUDA quantized GEMV (" +
+          gemvFamily(p.quant.format) + "): " + why +
+          "; leave this weight unquantized or pad its K");
+    if (quantgemm::checkQuantGemmShape(format, K, block)) steps[i].gemm = LoadedKernel{};
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 Status uploadWeights(CudaBackendState& s) {
@@ -146,6 +183,7 @@ Status uploadWeights(CudaBackendState& s) {
 
   const ProgramPlan& plan = *s.plan;
   s.steps.resize(plan.steps.size());  // kernels may be resolved already; weights go beside them
+  INGOT_RETURN_IF_ERROR(fitQuantKernels(plan, s.steps));
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlannedStep& p = plan.steps[i];
     DeviceStep& d = s.steps[i];

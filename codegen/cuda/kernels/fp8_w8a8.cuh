@@ -1,0 +1,296 @@
+// W8A8 FP8 linears: the per-token E4M3 activation quantizer and the scale epilogue that
+// surround the cuBLASLt FP8 GEMM (runtime/backend/cuda/cuda_fp8_linear.cc).
+#pragma once
+
+// The W8A8 path of an fp8 linear (per-output-channel E4M3 weights, runtime/backend/cpu/
+// quant_linear.h) on sm_90 and newer:
+//   1. ingot_fp8_quantize_rows: every activation row t of x [rows, K] (f32) becomes E4M3 codes
+//      q[t, k] = e4m3(x[t, k] / s[t]) with one f32 scale s[t] = absmax_k |x[t, k]| / 448 per
+//      row (per token), written into a codes buffer whose row stride is K rounded up to 16
+//      (kFp8Align); the padding columns are written as zero codes, so the GEMM's padded K adds
+//      nothing.
+//   2. cuBLASLt (CublasLt::gemmFp8): acc [rows, Np] f32 = q . w^T with unit scales, Np = N
+//      rounded up to 16 (the weight codes are padded with zero rows once at load).
+//   3. ingot_fp8_scale_epilogue: y[t, n] = acc[t, n] * (s[t] * c[n] * g) + bias[n], c the
+//      weight's channel scales (1 when per-tensor), g its global scale: the un-padding, both
+//      scale vectors and the bias in one pass.
+// The per-thread loops are INGOT_W8A8_HD so the host test runs the very code the kernels
+// run, thread by thread (codegen/cuda/W8a8HostTest.cpp).
+//
+// The kernels are built with --use_fast_math (approximate division, flush-to-zero), while
+// the host emulation (codegen/cuda/W8a8TestData.h) that test/gpu/fp8_linear_test.cc compares
+// codes against is exact IEEE: so the scale's division, the reciprocal and every product
+// go through correctly rounded intrinsics (__fdiv_rn, __frcp_rn, __fmul_rn, __fmaf_rn) on the
+// device, and every value FTZ would flush is flushed explicitly on both sides (a subnormal
+// activation reads as a signed zero; a row whose scale would be subnormal gets the smallest
+// normal one), so host and device produce the same code bytes and scales.
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define INGOT_W8A8_HD __host__ __device__ __forceinline__
+#else
+#define INGOT_W8A8_HD inline
+#endif
+#if !defined(__CUDACC_RTC__)
+#include <cmath>    // the host side of w8a8Fma
+#include <cstring>  // the host side of floatBits
+#endif
+
+namespace ingot {
+namespace w8a8 {
+
+/// Threads per CTA of both kernels (8 warps): one CTA per activation row for the quantizer.
+constexpr int kW8a8Threads = 256;
+/// Largest finite E4M3FN magnitude: a row's absmax maps onto it.
+constexpr float kE4m3Max = 448.0f;
+/// K and N are padded to multiples of 16 for cuBLASLt's FP8 kernels: its documented FP8
+/// requirements are 16-byte aligned leading dimensions (16 one-byte codes) and 16-multiple
+/// matrix dimensions for the tensor-core tiles.
+constexpr int kFp8Align = 16;
+/// Columns one quantizer thread handles per step: 4 codes make one 32-bit store.
+constexpr int kCodesPerStep = 4;
+/// The smallest row scale: FLT_MIN = 2^-126, the least normal f32. A row with absmax below
+/// 448 * 2^-126 would get a subnormal scale, which the device flushes to zero (so 1 / s is
+/// inf and its zeros NaN codes); with 2^-126 its codes x * 2^126 are exact and below 448.
+constexpr float kMinRowScale = 1.17549435e-38f;
+/// The absmax from which absmax / 448 is at least kMinRowScale: 448 * 2^-126 (exact).
+constexpr float kMinScaledAbsMax = 448.0f * kMinRowScale;
+
+/// ingot_fp8_quantize_rows: grid (rows, 1, 1), block (kW8a8Threads, 1, 1), no dynamic shared
+/// memory. checkQuantizeRowsParams lists what must hold.
+struct QuantizeRowsParams {
+  const float *x;          ///< [rows, x_stride] f32
+  unsigned char *codes;    ///< [rows, codes_stride] E4M3FN
+  float *row_scales;       ///< [rows]: s[t] (1 for an all-zero row)
+  long x_stride;           ///< floats between rows of x
+  long codes_stride;       ///< bytes between rows of codes: >= K, a multiple of kFp8Align
+  int K;                   ///< columns of x quantized; [K, codes_stride) are written as 0
+  int rows;
+};
+static_assert(sizeof(QuantizeRowsParams) == 48, "QuantizeRowsParams layout changed");
+
+/// ingot_fp8_scale_epilogue: grid (epilogueGridSize(rows * N), 1, 1), block (kW8a8Threads,
+/// 1, 1), grid-stride over the rows * N outputs.
+struct ScaleEpilogueParams {
+  const float *acc;             ///< [rows, acc_stride] f32: the unit-scale FP8 GEMM
+  const float *row_scales;      ///< [rows]
+  const float *channel_scales;  ///< [N], or null (per-tensor weight scale)
+  const float *bias;            ///< [N] or null
+  float *y;                     ///< [rows, y_stride] f32
+  long acc_stride, y_stride;    ///< floats between rows
+  int N, rows;
+  float global_scale;           ///< the weight's tensor scale (1 when per-channel)
+};
+static_assert(sizeof(ScaleEpilogueParams) == 72, "ScaleEpilogueParams layout changed");
+
+/// CTAs of the epilogue: enough for one element per thread, at most 4096 (grid-stride above).
+INGOT_W8A8_HD unsigned epilogueGridSize(long count) {
+  const long ctas = (count + kW8a8Threads - 1) / kW8a8Threads;
+  return static_cast<unsigned>(ctas < 1 ? 1 : ctas > 4096 ? 4096 : ctas);
+}
+
+/// Null when `p` can be launched, else what is wrong.
+INGOT_W8A8_HD const char *checkQuantizeRowsParams(const QuantizeRowsParams &p) {
+  if (!p.x || !p.codes || !p.row_scales) return "fp8 quantize rows: x, codes and row_scales must be set";
+  if (p.K <= 0 || p.rows < 0) return "fp8 quantize rows: K must be positive and rows not negative";
+  if (p.x_stride < p.K) return "fp8 quantize rows: x_stride must be at least K";
+  if (p.codes_stride < p.K || p.codes_stride % kFp8Align != 0)
+    return "fp8 quantize rows: codes_stride must be at least K and a multiple of 16";
+  return nullptr;
+}
+
+INGOT_W8A8_HD unsigned floatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+/// a * b correctly rounded, never contracted into an FMA (the device under fast math too).
+INGOT_W8A8_HD float w8a8Mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+/// a * b + c with one rounding on host and device alike.
+INGOT_W8A8_HD float w8a8Fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+/// |v| with a subnormal v read as 0, as the device's flush-to-zero reads it: integer
+/// arithmetic, so the absmax of a row is the same bits on host and device. NaN stays NaN.
+INGOT_W8A8_HD float flushedAbs(float v) {
+  const unsigned ax = floatBits(v) & 0x7fffffffu;
+  if (ax < 0x00800000u) return 0.0f;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(ax);
+#else
+  float a;
+  std::memcpy(&a, &ax, 4);
+  return a;
+#endif
+}
+
+/// f32 -> E4M3FN: round to nearest even, saturating at +-448 (satfinite: what cuBLASLt's
+/// own FP8 outputs and __nv_cvt_float_to_fp8(.., __NV_SATFINITE, __NV_E4M3) do); NaN -> 0x7F.
+/// Integer arithmetic only, so host and device agree bit for bit.
+INGOT_W8A8_HD unsigned encodeE4m3(float f) {
+  const unsigned x = floatBits(f);
+  const unsigned sign = (x >> 24) & 0x80u;
+  const unsigned ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return 0x7fu;           // NaN
+  if (ax >= 0x43e00000u) return sign | 0x7eu;    // >= 448 (and inf): the largest finite
+  if (ax < 0x3c800000u) {                        // below 2^-6: subnormal steps of 2^-9
+    // |f| = m * 2^(e - 150) (m with its implicit bit) in units of 2^-9 is m >> (141 - e),
+    // rounded to nearest even. Below 2^-10 (e < 117) that is 0; else the shift is 21..24.
+    const int e = static_cast<int>(ax >> 23);
+    if (e < 117) return sign;
+    const unsigned m = (ax & 0x7fffffu) | 0x800000u;
+    const int shift = 141 - e;
+    unsigned q = m >> shift;
+    const unsigned rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    return sign | q;                             // q == 8 is 2^-6, the smallest normal: same code
+  }
+  int e = static_cast<int>(ax >> 23) - 127;      // -6 .. 8
+  unsigned r = (ax >> 20) & 7u;
+  const unsigned rem = ax & 0xfffffu, half = 0x80000u;
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  if (r == 8u) {
+    r = 0;
+    ++e;
+  }
+  const unsigned code = (static_cast<unsigned>(e + 7) << 3) | r;
+  return sign | (code > 0x7eu ? 0x7eu : code);   // below 448 never exceeds 0x7E; defensive
+}
+
+/// A row's scale from its absmax (flushedAbs values: 0, normal, inf or NaN): absmax / 448
+/// correctly rounded, at least kMinRowScale (a tiny but nonzero row keeps its codes), or 1
+/// for an all-zero row (its codes are 0). A NaN in the row (absmax NaN: scale 1) or an inf
+/// (scale inf: inf * 0) reaches the GEMM as the NaN code 0x7F, so the outputs are NaN
+/// rather than hidden.
+INGOT_W8A8_HD float rowScale(float absmax) {
+  if (!(absmax > 0.0f)) return 1.0f;
+  if (absmax < kMinScaledAbsMax) return kMinRowScale;
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(absmax, kE4m3Max);
+#else
+  return absmax / kE4m3Max;
+#endif
+}
+
+/// 1 / s correctly rounded: the `inv` threadEncode multiplies by. s is kMinRowScale or more
+/// (finite: at most FLT_MAX / 448, so 1 / s is normal) or inf (0).
+INGOT_W8A8_HD float rowInverse(float s) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(s);
+#else
+  return 1.0f / s;
+#endif
+}
+
+/// The E4M3 code of activation v in a row of inverse scale inv: a subnormal v is a signed
+/// zero (flush-to-zero on the device), the product correctly rounded; a product below
+/// 2^-126 encodes to a signed zero whether or not it was flushed.
+INGOT_W8A8_HD unsigned activationCode(float v, float inv) {
+  const unsigned bits = floatBits(v);
+  if ((bits & 0x7fffffffu) < 0x00800000u) return (bits >> 24) & 0x80u;
+  return encodeE4m3(w8a8Mul(v, inv));
+}
+
+/// |x| maximum over the columns thread `tid` of `threads` reads in row `t` (columns
+/// kCodesPerStep * (tid + i * threads) .. +3, those below K).
+INGOT_W8A8_HD float threadAbsMax(const QuantizeRowsParams &p, int t, int tid, int threads) {
+  const float *row = p.x + static_cast<long>(t) * p.x_stride;
+  float m = 0.0f;
+  for (long c0 = static_cast<long>(tid) * kCodesPerStep; c0 < p.K;
+       c0 += static_cast<long>(threads) * kCodesPerStep)
+    for (int j = 0; j < kCodesPerStep; ++j)
+      if (c0 + j < p.K) {
+        const float a = flushedAbs(row[c0 + j]);
+        m = a > m ? a : m;
+        if (a != a) m = a;  // NaN sticks (a comparison would drop it)
+      }
+  return m;
+}
+
+/// Writes the codes of row `t` that thread `tid` of `threads` owns, `inv` = rowInverse(s[t]): four
+/// columns per step as one 32-bit word, zero past K up to codes_stride.
+INGOT_W8A8_HD void threadEncode(const QuantizeRowsParams &p, int t, int tid, int threads, float inv) {
+  const float *row = p.x + static_cast<long>(t) * p.x_stride;
+  unsigned char *out = p.codes + static_cast<long>(t) * p.codes_stride;
+  for (long c0 = static_cast<long>(tid) * kCodesPerStep; c0 < p.codes_stride;
+       c0 += static_cast<long>(threads) * kCodesPerStep) {
+    unsigned word = 0;
+    for (int j = 0; j < kCodesPerStep; ++j)
+      if (c0 + j < p.K) word |= activationCode(row[c0 + j], inv) << (8 * j);
+    *reinterpret_cast<unsigned *>(out + c0) = word;  // codes rows are 16-byte multiples
+  }
+}
+
+/// Output `i` (row-major over rows x N) of the epilogue: acc * ((s[t] * c[n]) * g), each
+/// product rounded, the bias added in the FMA's single rounding: the host's bits, except
+/// where a product falls below 2^-126 (a row at kMinRowScale), which the device flushes.
+INGOT_W8A8_HD void epilogueElement(const ScaleEpilogueParams &p, long i) {
+  const long t = i / p.N, n = i - t * p.N;
+  const float c = p.channel_scales ? p.channel_scales[n] : 1.0f;
+  const float scale = w8a8Mul(w8a8Mul(p.row_scales[t], c), p.global_scale);
+  const float a = p.acc[t * p.acc_stride + n];
+  p.y[t * p.y_stride + n] = p.bias ? w8a8Fma(a, scale, p.bias[n]) : w8a8Mul(a, scale);
+}
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+/// The maximum of every thread's `m` over the CTA (NaN sticks): warp shuffles and one shared
+/// slot per warp. Every thread gets it; call once per kernel (its shared slots are reused
+/// without a second barrier).
+__device__ __forceinline__ float blockAbsMax(float m) {
+  __shared__ float warpMax[kW8a8Threads / 32];
+  for (int off = 16; off > 0; off >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, m, off);
+    m = (o > m || o != o) ? o : m;
+  }
+  if ((threadIdx.x & 31) == 0) warpMax[threadIdx.x >> 5] = m;
+  __syncthreads();
+  m = warpMax[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w)
+    m = (warpMax[w] > m || warpMax[w] != warpMax[w]) ? warpMax[w] : m;
+  return m;
+}
+
+/// Row t's scale and codes from its absmax: the quantizer's tail, shared with the producers
+/// that quantize their own output rows (kernels/fp8_producers.cuh). The row must be visible
+/// to every thread of the CTA (a barrier after it was written).
+__device__ __forceinline__ void encodeRow(const QuantizeRowsParams &p, int t, float absmax) {
+  const float s = rowScale(absmax);
+  if (threadIdx.x == 0) p.row_scales[t] = s;
+  threadEncode(p, t, threadIdx.x, blockDim.x, rowInverse(s));
+}
+
+/// Body of ingot_fp8_quantize_rows: CTA = row. absmax by warp shuffles and one shared slot
+/// per warp, then the codes.
+__device__ __forceinline__ void quantizeRows(const QuantizeRowsParams &p) {
+  const int t = blockIdx.x;
+  if (t >= p.rows) return;
+  encodeRow(p, t, blockAbsMax(threadAbsMax(p, t, threadIdx.x, blockDim.x)));
+}
+
+/// Body of ingot_fp8_scale_epilogue.
+__device__ __forceinline__ void scaleEpilogue(const ScaleEpilogueParams &p) {
+  const long count = static_cast<long>(p.rows) * p.N;
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<long>(gridDim.x) * blockDim.x)
+    epilogueElement(p, i);
+}
+
+#endif
+
+}  // namespace w8a8
+}  // namespace ingot

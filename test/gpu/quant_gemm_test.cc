@@ -1,0 +1,242 @@
+// The tensor-core quantized GEMMs (codegen/cuda/kernels/quant_gemm.cuh) on a GPU: every
+// entry point, through the device's cubin and the compute_80 PTX JIT, against the CPU
+// backend's scalar QuantKernels and a bf16-operand reference, on fresh random weights with
+// poisoned outputs (partial tiles in T, N and K, 8-byte aligned codes); then TFLOP/s of each
+// format's GEMM and GEMV next to cuBLASLt's bf16 GEMM (gemmBf16) of the same shape in the
+// same run, at prefill token counts. Label `gpu`: skips, saying why, without a device.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "codegen/cuda/NvrtcCompiler.h"
+#include "codegen/cuda/QuantGemmTestData.h"
+#include "codegen/cuda/QuantKernelsSource.h"
+#include "runtime/backend/cpu/half_float.h"
+#include "runtime/backend/cuda/cublaslt.h"
+#include "test/gpu/gpu_fixture.h"
+
+namespace ingot {
+namespace {
+
+using codegen::QuantGemvKernel;
+using quantgemv::QuantGemvParams;
+using quantgemv::testing::RandomQuantWeight;
+
+class QuantGemmGpuTest : public GpuFixture, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    GpuFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const std::string target = GetParam() ? std::string("compute_80")
+                                          : "sm_" + std::to_string(gpu_.major) +
+                                                std::to_string(gpu_.minor);
+    StatusOr<std::vector<codegen::CudaBinary>> bin =
+        codegen::compileCuda(codegen::quantGemvSource(), "quant_gemm.cu", {target});
+    ASSERT_TRUE(bin.ok()) << bin.status().message();
+    std::vector<uint8_t> image = (*bin)[0].data;
+    image.push_back(0);
+    ASSERT_TRUE(driver_->check("cuModuleLoadData",
+                               driver_->moduleLoadData(&module_, image.data())).ok())
+        << target;
+  }
+  void TearDown() override {
+    if (module_) driver_->moduleUnload(module_);
+    GpuFixture::TearDown();
+  }
+
+  CUdeviceptr upload(const void *data, size_t bytes) {
+    if (!data || bytes == 0) return 0;
+    CUdeviceptr p = alloc(bytes);
+    EXPECT_EQ(driver_->memcpyHtoD(p, data, bytes), CUDA_SUCCESS);
+    return p;
+  }
+
+  /// `w` on the device (codes at the same offset from a 16-byte boundary as on the host).
+  QuantMatrix toDevice(const RandomQuantWeight &w) {
+    QuantMatrix d = w.m;
+    const int64_t codeBytes = w.m.N * w.m.rowBytes();
+    const uintptr_t shift = reinterpret_cast<uintptr_t>(w.m.codes) % 16;
+    const CUdeviceptr codes = alloc(codeBytes + 16);
+    EXPECT_EQ(driver_->memcpyHtoD(codes + shift, w.m.codes, codeBytes), CUDA_SUCCESS);
+    d.codes = reinterpret_cast<const uint8_t *>(codes + shift);
+    d.scales = reinterpret_cast<const void *>(upload(w.scales.data(), w.scales.size()));
+    d.zeros = reinterpret_cast<const void *>(upload(w.zeros.data(), w.zeros.size()));
+    d.channel_scales =
+        reinterpret_cast<const float *>(upload(w.channel.data(), w.channel.size() * 4));
+    return d;
+  }
+
+  CUfunction function(const std::string &name) {
+    CUfunction fn = nullptr;
+    EXPECT_TRUE(driver_->check("cuModuleGetFunction",
+                               driver_->moduleGetFunction(&fn, module_, name.c_str())).ok())
+        << name;
+    return fn;
+  }
+
+  void launchGemm(CUfunction fn, QuantGemvParams p) {
+    void *args[] = {&p};
+    ASSERT_EQ(driver_->launchKernel(fn, quantgemm::quantGemmGridX(p.N),
+                                    quantgemm::quantGemmGridY(p.T), 1, quantgemm::kGemmThreads,
+                                    1, 1, 0, stream_, args, nullptr),
+              CUDA_SUCCESS);
+  }
+  void launchGemv(CUfunction fn, QuantGemvParams p) {
+    void *args[] = {&p};
+    ASSERT_EQ(driver_->launchKernel(fn, quantgemv::quantGemvGridSize(p.N), 1, 1,
+                                    quantgemv::kQuantThreads, 1, 1, 0, stream_, args, nullptr),
+              CUDA_SUCCESS);
+  }
+
+  void check(const QuantGemvKernel &k, int64_t N, int64_t K, int64_t block, int64_t T,
+             int codeOffset, bool bias, std::mt19937 &rng) {
+    const std::string what = codegen::quantGemmKernelName(k) + " N=" + std::to_string(N) +
+                             " K=" + std::to_string(K) + " T=" + std::to_string(T) + " codes+" +
+                             std::to_string(codeOffset);
+    const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
+        rng, static_cast<QuantFormat>(k.format), static_cast<GroupScaleType>(k.scaleType), N, K,
+        block, T % 2 == 0, codeOffset);
+    const int64_t xStride = K + 4, yStride = N + 1;
+    const std::vector<float> x = quantgemv::testing::randomActivations(rng, T, K, xStride);
+    std::vector<float> biasV(N);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float &b : biasV) b = normal(rng);
+    const QuantMatrix dm = toDevice(w);
+    const CUdeviceptr dx = upload(x.data(), x.size() * 4);
+    const CUdeviceptr db = bias ? upload(biasV.data(), N * 4) : 0;
+    const CUdeviceptr dy = alloc(T * yStride * 4);
+    poison(dy, T * yStride);
+    const QuantGemvParams p = quantgemv::testing::gemvParams(
+        dm, reinterpret_cast<const float *>(dx), xStride, reinterpret_cast<const float *>(db),
+        reinterpret_cast<float *>(dy), yStride, T);
+    const char *err = quantgemv::checkQuantGemvParams(p, k.format);
+    ASSERT_EQ(err, nullptr) << what << ": " << err;
+    launchGemm(function(codegen::quantGemmKernelName(k)), p);
+    sync();
+    std::vector<float> y(T * yStride);
+    ASSERT_EQ(driver_->memcpyDtoH(y.data(), dy, y.size() * 4), CUDA_SUCCESS);
+    const std::vector<float> cpu = quantgemv::testing::cpuQuantLinear(
+        w.m, x, xStride, T, bias ? biasV.data() : nullptr, yStride);
+    // The bf16-operand reference from the host's parameters (same weights, host pointers).
+    const QuantGemvParams hp = quantgemv::testing::gemvParams(
+        w.m, x.data(), xStride, bias ? biasV.data() : nullptr, nullptr, yStride, T);
+    std::vector<double> mag;
+    const std::vector<float> wb = quantgemm::testing::bf16Weights(hp, k.format, k.scaleType);
+    const std::vector<double> ref = quantgemm::testing::bf16Reference(hp, wb, &mag);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t n = 0; n < N; ++n) {
+        const float got = y[t * yStride + n];
+        // Tensor-core f32 accumulation need not round like IEEE fma chains: 1e-4 of sum |w x|
+        // (one wrong weight of K >= 208 moves an output by about 1/K of it).
+        ASSERT_LE(std::fabs(got - ref[t * N + n]), 1e-4 * mag[t * N + n] + 1e-5)
+            << what << " y[" << t << ", " << n << "] = " << got << ", bf16 reference "
+            << ref[t * N + n];
+        ASSERT_LE(std::fabs(double(got) - cpu[t * yStride + n]),
+                  quantgemm::testing::cpuTolerance(w, x, xStride, t, n))
+            << what << " y[" << t << ", " << n << "] = " << got << ", CPU " << cpu[t * yStride + n];
+      }
+      ASSERT_TRUE(std::isnan(y[t * yStride + N])) << what << ": wrote past N in row " << t;
+    }
+  }
+
+  CUmodule module_ = nullptr;
+};
+
+int64_t blockOf(const QuantGemvKernel &k, int64_t K) {
+  switch (k.format) {
+    case quantgemv::Format::kFp8: return K;
+    case quantgemv::Format::kNvfp4: return 16;
+    case quantgemv::Format::kMxfp4: return 32;
+    default: return k.scaleType == quantgemv::ScaleType::kF32 ? 64 : 128;
+  }
+}
+
+TEST_P(QuantGemmGpuTest, EveryKernelMatchesTheCpuKernelsWithPartialTiles) {
+  std::random_device rd;
+  const uint32_t seed = rd();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
+    check(k, 301, 1024, blockOf(k, 1024), 70, 0, true, rng);   // partial T and N tiles
+    check(k, 128, 512, blockOf(k, 512), 64, 8, false, rng);    // whole tiles, 8-aligned codes
+    check(k, 77, 512, blockOf(k, 512), 200, 0, true, rng);     // four token tiles
+    // A half-full last K step: blocks of 16 (nvfp4, fp8's K-wide block) with K = 208.
+    if (k.format == quantgemv::Format::kNvfp4 || k.format == quantgemv::Format::kFp8)
+      check(k, 190, 208, k.format == quantgemv::Format::kFp8 ? 208 : 16, 33, 0, true, rng);
+  }
+}
+
+TEST_P(QuantGemmGpuTest, PrefillTflopsAgainstCublasBf16) {
+  const char *image = GetParam() ? "compute_80 PTX JIT" : "cubin";  // both measured: no skip
+  StatusOr<std::unique_ptr<CublasLt>> lt = CublasLt::load();
+  ASSERT_TRUE(lt.ok()) << "no cuBLASLt for the reference: " << lt.status().message();
+  const CUdeviceptr workspace = alloc(CublasLt::kWorkspaceBytes);
+  std::mt19937 rng(11);
+  const int64_t N = 4096, K = 4096, maxT = 512;
+  const int reps = 20;
+  CUevent start, stop;
+  ASSERT_EQ(driver_->eventCreate(&start, 0), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->eventCreate(&stop, 0), CUDA_SUCCESS);
+  auto time = [&](auto &&body) {
+    body();  // warm-up
+    EXPECT_EQ(driver_->eventRecord(start, stream_), CUDA_SUCCESS);
+    for (int i = 0; i < reps; ++i) body();
+    EXPECT_EQ(driver_->eventRecord(stop, stream_), CUDA_SUCCESS);
+    EXPECT_EQ(driver_->eventSynchronize(stop), CUDA_SUCCESS);
+    float ms = 0;
+    EXPECT_EQ(driver_->eventElapsedTime(&ms, start, stop), CUDA_SUCCESS);
+    return ms * 1e-3 / reps;
+  };
+  const std::vector<float> x = quantgemv::testing::randomActivations(rng, maxT, K, K);
+  std::vector<uint16_t> xb(x.size()), wb(N * K);
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = f32ToBf16(x[i]);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (uint16_t &v : wb) v = f32ToBf16(normal(rng));
+  const CUdeviceptr dx = upload(x.data(), x.size() * 4), dxb = upload(xb.data(), xb.size() * 2),
+                    dwb = upload(wb.data(), wb.size() * 2), dy = alloc(maxT * N * 4);
+  std::printf("[ gpu ] %s, %s, N = K = %lld: TFLOP/s (2 T N K / time)\n", gpu_.name.c_str(),
+              image, static_cast<long long>(N));
+  std::printf("[ gpu ] %-34s %5s %10s %10s %10s %8s\n", "kernel", "T", "gemm", "gemv",
+              "cublas", "gemm/cb");
+  for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
+    if (k.isInt4() && k.scaleType != quantgemv::ScaleType::kF16) continue;
+    const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
+        rng, static_cast<QuantFormat>(k.format), GroupScaleType::kF16, N, K, blockOf(k, K), true,
+        0);
+    const QuantMatrix dm = toDevice(w);
+    const CUfunction gemm = function(codegen::quantGemmKernelName(k));
+    const CUfunction gemv = function(codegen::quantGemvKernelName(k));
+    for (int64_t T : {16, 32, 64, 128, 512}) {
+      const QuantGemvParams p = quantgemv::testing::gemvParams(
+          dm, reinterpret_cast<const float *>(dx), K, nullptr, reinterpret_cast<float *>(dy), N, T);
+      const double tGemm = time([&] { launchGemm(gemm, p); });
+      const double tGemv = time([&] { launchGemv(gemv, p); });
+      const double tBlas = time([&] {
+        Status s = (*lt)->gemmBf16(stream_, dxb, dwb, dy, T, N, K, workspace);
+        ASSERT_TRUE(s.ok()) << s.message();
+      });
+      const double flop = 2.0 * T * N * K;
+      std::printf("[ gpu ] %-34s %5lld %10.2f %10.2f %10.2f %8.2f\n",
+                  codegen::quantGemmKernelName(k).c_str(), static_cast<long long>(T),
+                  flop / tGemm / 1e12, flop / tGemv / 1e12, flop / tBlas / 1e12, tBlas / tGemm);
+      EXPECT_GT(tGemm, 0.0);
+    }
+  }
+  driver_->eventDestroy(start);
+  driver_->eventDestroy(stop);
+}
+
+INSTANTIATE_TEST_SUITE_P(CubinAndPtx, QuantGemmGpuTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &i) {
+                           return i.param ? std::string("Ptx") : std::string("Cubin");
+                         });
+
+}  // namespace
+}  // namespace ingot
