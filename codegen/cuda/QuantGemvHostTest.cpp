@@ -133,25 +133,10 @@ void emulate(const QuantGemvParams &p, Format f, ScaleType s) {
   }
 }
 
-struct Case {
-  QuantFormat format;
-  GroupScaleType scaleType;
-  int64_t block;
-  const char *name;
-};
+using Case = testing::FormatCase;
 
 const std::vector<Case> &cases() {
-  static const std::vector<Case> c = {
-      {QuantFormat::kInt4Min, GroupScaleType::kF16, 32, "int4min_f16"},
-      {QuantFormat::kInt4Min, GroupScaleType::kBF16, 64, "int4min_bf16"},
-      {QuantFormat::kInt4Min, GroupScaleType::kF32, 16, "int4min_f32"},
-      {QuantFormat::kInt4Zero, GroupScaleType::kF16, 128, "int4zero_f16"},
-      {QuantFormat::kInt4Zero, GroupScaleType::kBF16, 16, "int4zero_bf16"},
-      {QuantFormat::kInt4Zero, GroupScaleType::kF32, 32, "int4zero_f32"},
-      {QuantFormat::kFp8, GroupScaleType::kF16, 0, "fp8"},
-      {QuantFormat::kNvfp4, GroupScaleType::kF16, 16, "nvfp4"},
-      {QuantFormat::kMxfp4, GroupScaleType::kF16, 32, "mxfp4"},
-  };
+  static const std::vector<Case> c = testing::formatCases({32, 64, 16, 128, 16, 32});
   return c;
 }
 

@@ -27,6 +27,32 @@ static_assert(static_cast<int>(ScaleType::kF16) == static_cast<int>(GroupScaleTy
                   static_cast<int>(ScaleType::kF32) == static_cast<int>(GroupScaleType::kF32),
               "quantgemv::ScaleType must mirror ingot::GroupScaleType");
 
+/// One weight format the quantized kernels are tested on: format, group scale type and
+/// group size (0 for fp8's per-channel scales), with a name for test traces.
+struct FormatCase {
+  QuantFormat format;
+  GroupScaleType scaleType;
+  int64_t block;
+  const char *name;
+};
+
+/// Every (format, scale type) the kernels take, in a fixed order (int4 min f16/bf16/f32,
+/// int4 zero f16/bf16/f32, fp8, nvfp4, mxfp4); `int4Blocks` gives the six int4 cases' group
+/// sizes, so that each test spreads its own choice of group sizes over the scale types.
+inline std::vector<FormatCase> formatCases(const int64_t (&int4Blocks)[6]) {
+  return {
+      {QuantFormat::kInt4Min, GroupScaleType::kF16, int4Blocks[0], "int4min_f16"},
+      {QuantFormat::kInt4Min, GroupScaleType::kBF16, int4Blocks[1], "int4min_bf16"},
+      {QuantFormat::kInt4Min, GroupScaleType::kF32, int4Blocks[2], "int4min_f32"},
+      {QuantFormat::kInt4Zero, GroupScaleType::kF16, int4Blocks[3], "int4zero_f16"},
+      {QuantFormat::kInt4Zero, GroupScaleType::kBF16, int4Blocks[4], "int4zero_bf16"},
+      {QuantFormat::kInt4Zero, GroupScaleType::kF32, int4Blocks[5], "int4zero_f32"},
+      {QuantFormat::kFp8, GroupScaleType::kF16, 0, "fp8"},
+      {QuantFormat::kNvfp4, GroupScaleType::kF16, 16, "nvfp4"},
+      {QuantFormat::kMxfp4, GroupScaleType::kF16, 32, "mxfp4"},
+  };
+}
+
 /// A random quantized [N, K] matrix that owns its packed bytes (codes start `codeOffset`
 /// bytes into an 16-byte aligned buffer, so 8 gives codes that are only 8-byte aligned).
 struct RandomQuantWeight {

@@ -15,6 +15,7 @@
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "test/gpu/backend_gpu_fixture.h"
 
 namespace ingot {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 using testing::makeStep;
 using testing::Sequence;
 
-class CudaBackendGpuTest : public ::testing::Test {
+class CudaBackendGpuTest : public BackendGpuTest {
  protected:
   void SetUp() override {
     const Status gpu = cudaDeviceAvailable();
@@ -43,42 +44,11 @@ class CudaBackendGpuTest : public ::testing::Test {
     o.max_graph_batch = graphs;
     o.kernels.force_ptx = force_ptx;
     o.kernels.ptx_cache_dir = "none";
-    StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*artifact, o);
-    EXPECT_TRUE(b.ok()) << b.status().message();
-    if (!b.ok()) return nullptr;
-    std::cout << "[ cuda ] " << (*b)->describe() << "\n";
-    return std::move(b).value();
-  }
-  std::unique_ptr<CpuBackend> cpu() {
-    CpuBackendOptions o;
-    o.num_kv_blocks = 64;
-    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(*artifact, o);
-    EXPECT_TRUE(b.ok()) << b.status().message();
-    return b.ok() ? std::move(b).value() : nullptr;
-  }
-
-  /// Max |a - b| over max |b|: the tolerance bf16 GEMM inputs leave is about 1e-2.
-  static double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
-    double diff = 0, scale = 1e-6;
-    for (size_t i = 0; i < b.size(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-      scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
-    }
-    return diff / scale;
+    return createCuda(*artifact, o);
   }
   static int32_t argmax(const float* row, int64_t n) {
     return static_cast<int32_t>(std::max_element(row, row + n) - row);
   }
-  std::vector<int32_t> randomTokens(int n) {
-    std::vector<int32_t> t(n);
-    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-    return t;
-  }
-
-  std::unique_ptr<Artifact> artifact;
-  int block_size = 16;
-  int64_t vocab = 0;
-  std::mt19937 rng{std::random_device{}()};
 };
 
 TEST_F(CudaBackendGpuTest, TeacherForcedLogitsMatchTheCpuBackend) {

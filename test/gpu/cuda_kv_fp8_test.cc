@@ -17,6 +17,7 @@
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "test/gpu/backend_gpu_fixture.h"
 
 namespace ingot {
 namespace {
@@ -32,7 +33,7 @@ std::unique_ptr<Artifact> openFrom(const char* env) {
   return opened.ok() ? std::make_unique<Artifact>(std::move(opened).value()) : nullptr;
 }
 
-class CudaKvFp8GpuTest : public ::testing::Test {
+class CudaKvFp8GpuTest : public BackendGpuTest {
  protected:
   void SetUp() override {
     const Status gpu = cudaDeviceAvailable();
@@ -51,38 +52,8 @@ class CudaKvFp8GpuTest : public ::testing::Test {
     o.num_kv_blocks = blocks;
     o.max_model_len = max_len;
     o.kernels.ptx_cache_dir = "none";
-    StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(a, o);
-    EXPECT_TRUE(b.ok()) << b.status().message();
-    if (!b.ok()) return nullptr;
-    std::cout << "[ cuda ] " << (*b)->describe() << "\n";
-    return std::move(b).value();
+    return createCuda(a, o);
   }
-  std::unique_ptr<CpuBackend> cpu() {
-    CpuBackendOptions o;
-    o.num_kv_blocks = 64;
-    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(*artifact, o);
-    EXPECT_TRUE(b.ok()) << b.status().message();
-    return b.ok() ? std::move(b).value() : nullptr;
-  }
-  /// Max |a - b| over max |b|.
-  static double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
-    double diff = 0, scale = 1e-6;
-    for (size_t i = 0; i < b.size(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-      scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
-    }
-    return diff / scale;
-  }
-  std::vector<int32_t> randomTokens(int n) {
-    std::vector<int32_t> t(n);
-    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-    return t;
-  }
-
-  std::unique_ptr<Artifact> artifact;
-  int block_size = 16;
-  int64_t vocab = 0;
-  std::mt19937 rng{std::random_device{}()};
 };
 
 TEST_F(CudaKvFp8GpuTest, TeacherForcedLogitsMatchTheCpuFp8CacheThroughChunksBatchesAndCopies) {

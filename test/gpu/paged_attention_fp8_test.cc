@@ -25,6 +25,7 @@
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "test/gpu/attention_launch.h"
+#include "test/gpu/attention_test_util.h"
 
 namespace ingot {
 namespace {
@@ -34,19 +35,6 @@ using codegen::DecodeInstance;
 using codegen::PrefillInstance;
 
 constexpr int kLayers = 2, kLayer = 1, kBlockSize = 16;
-
-uint16_t bf16Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  b += 0x7fffu + ((b >> 16) & 1u);
-  return static_cast<uint16_t>(b >> 16);
-}
-float fromBf16(uint16_t h) {
-  const uint32_t b = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 
 /// A step over an fp8 pool: random codes (never the NaN ones) and power-of-two scales.
 struct Fp8Batch {
@@ -82,7 +70,7 @@ Fp8Batch makeBatch(std::mt19937& rng, int Hkv, int G, int D, const std::vector<i
       bt.blockTables[static_cast<size_t>(b) * bt.maxBlocks + k] = perm[next++];
   std::normal_distribution<float> normal(0.0f, 1.0f);
   bt.q.resize(static_cast<size_t>(bt.T) * bt.H * D);
-  for (float& x : bt.q) x = fromBf16(bf16Bits(normal(rng)));  // exact in bf16 for prefill
+  for (float& x : bt.q) x = bf16ToFloat(bf16Bits(normal(rng)));  // exact in bf16 for prefill
   const KvCacheLayout layout{kLayers, kBlockSize, Hkv, D};
   bt.codes.resize(static_cast<size_t>(bt.numBlocks * layout.blockFloats()));
   for (uint8_t& c : bt.codes) {
@@ -93,17 +81,6 @@ Fp8Batch makeBatch(std::mt19937& rng, int Hkv, int G, int D, const std::vector<i
   for (float& s : bt.scales) s = std::ldexp(1.0f, static_cast<int>(rng() % 12) - 14);
   return bt;
 }
-
-struct DeviceBuffer {
-  CudaDriver* cu = nullptr;
-  CUdeviceptr ptr = 0;
-  DeviceBuffer(CudaDriver& driver, const void* data, size_t bytes) : cu(&driver) {
-    EXPECT_TRUE(cu->check("cuMemAlloc", cu->memAlloc(&ptr, std::max<size_t>(bytes, 4))).ok());
-    if (data) EXPECT_TRUE(cu->check("cuMemcpyHtoD", cu->memcpyHtoD(ptr, data, bytes)).ok());
-  }
-  ~DeviceBuffer() { cu->memFree(ptr); }
-  template <class T> T* as() const { return reinterpret_cast<T*>(ptr); }
-};
 
 std::vector<float> cpuAttention(const std::vector<uint8_t>& mask, const Fp8Batch& bt) {
   std::vector<float> expected(bt.q.size(), NAN);
@@ -132,25 +109,8 @@ std::vector<float> cpuAttention(const std::vector<uint8_t>& mask, const Fp8Batch
   return expected;
 }
 
-class PagedAttentionFp8GpuTest : public ::testing::Test {
+class PagedAttentionFp8GpuTest : public AttentionGpuTest {
  protected:
-  void SetUp() override {
-    StatusOr<std::unique_ptr<CudaDriver>> loaded = CudaDriver::load();
-    if (!loaded.ok()) GTEST_SKIP() << "no GPU: " << loaded.status().message();
-    driver = std::move(loaded).value();
-    int count = 0;
-    if (driver->deviceGetCount(&count) != CUDA_SUCCESS || count == 0)
-      GTEST_SKIP() << "no CUDA device";
-    ASSERT_TRUE(driver->check("cuDeviceGet", driver->deviceGet(&device, 0)).ok());
-    driver->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    driver->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    ASSERT_TRUE(driver->check("cuDevicePrimaryCtxRetain", driver->primaryCtxRetain(&context, device)).ok());
-    ASSERT_TRUE(driver->check("cuCtxSetCurrent", driver->ctxSetCurrent(context)).ok());
-  }
-  void TearDown() override {
-    if (driver && context) driver->primaryCtxRelease(device);
-  }
-
   /// The launch parameters of `bt` with its buffers (kept alive in `keep`).
   attn::PagedAttentionParams params(const Fp8Batch& bt, bool bf16Q,
                                     std::vector<std::unique_ptr<DeviceBuffer>>& keep) {
@@ -188,7 +148,7 @@ class PagedAttentionFp8GpuTest : public ::testing::Test {
     int bad = 0;
     for (size_t i = 0; i < expected.size() && bad < 5; ++i) {
       float got;
-      if (bf16) got = fromBf16(reinterpret_cast<const uint16_t*>(raw.data())[i]);
+      if (bf16) got = bf16ToFloat(reinterpret_cast<const uint16_t*>(raw.data())[i]);
       else std::memcpy(&got, raw.data() + i * 4, 4);
       if (!(std::fabs(got - expected[i]) <= tol * (1.0 + std::fabs(expected[i])))) {
         ++bad;
@@ -197,17 +157,6 @@ class PagedAttentionFp8GpuTest : public ::testing::Test {
     }
   }
 
-  CUmodule load(const std::string& source, const std::string& name) {
-    StatusOr<CUmodule> module =
-        loadAttentionModule(*driver, source, name, attentionTarget(major, minor, false));
-    EXPECT_TRUE(module.ok()) << module.status().message();
-    return module.ok() ? *module : nullptr;
-  }
-
-  std::unique_ptr<CudaDriver> driver;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  int major = 0, minor = 0;
   std::mt19937 rng{std::random_device{}()};
 };
 
@@ -227,7 +176,7 @@ TEST_F(PagedAttentionFp8GpuTest, DecodeAndPrefillReadTheCpusFp8Values) {
       }
     StatusOr<std::string> source = codegen::attentionKernelSource(*text, name, decode, prefill);
     ASSERT_TRUE(source.ok()) << source.status().message();
-    CUmodule module = load(*source, name);
+    CUmodule module = load(*source, name, false);
     ASSERT_NE(module, nullptr);
     const uint32_t zero = 0;
     DeviceBuffer trap(*driver, &zero, 4);  // region traps (these masks have none)

@@ -27,6 +27,7 @@
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "test/gpu/attention_launch.h"
+#include "test/gpu/attention_test_util.h"
 
 namespace ingot {
 namespace {
@@ -35,19 +36,6 @@ using codegen::AttentionDtype;
 using codegen::DecodeInstance;
 
 constexpr int kLayers = 2, kLayer = 1, kBlockSize = 16;
-
-/// Round to bf16 (nearest even), kept as f32, and its bits.
-uint16_t bf16Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  b += 0x7fffu + ((b >> 16) & 1u);
-  return static_cast<uint16_t>(b >> 16);
-}
-float bf16Round(float f) {
-  uint32_t b = static_cast<uint32_t>(bf16Bits(f)) << 16;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 
 /// A random step: requests with KV lengths and new tokens, shuffled blocks, q and the pool.
 struct Batch {
@@ -117,17 +105,6 @@ std::vector<VariantCase> variantCases(int H) {
 }
 
 /// Device memory freed on scope exit.
-struct DeviceBuffer {
-  CudaDriver *cu = nullptr;
-  CUdeviceptr ptr = 0;
-  DeviceBuffer(CudaDriver &driver, const void *data, size_t bytes) : cu(&driver) {
-    EXPECT_TRUE(cu->check("cuMemAlloc", cu->memAlloc(&ptr, std::max<size_t>(bytes, 4))).ok());
-    if (data) EXPECT_TRUE(cu->check("cuMemcpyHtoD", cu->memcpyHtoD(ptr, data, bytes)).ok());
-  }
-  ~DeviceBuffer() { cu->memFree(ptr); }
-  template <class T> T *as() const { return reinterpret_cast<T *>(ptr); }
-};
-
 /// The CPU backend's answer for `bt` under variant `v` (f32 everywhere).
 std::vector<float> cpuAttention(const VariantCase &v, const Batch &bt) {
   std::vector<float> expected(bt.q.size(), NAN);
@@ -218,35 +195,8 @@ struct DeviceBatch {
   }
 };
 
-class PagedAttentionGpuTest : public ::testing::Test {
+class PagedAttentionGpuTest : public AttentionGpuTest {
  protected:
-  void SetUp() override {
-    StatusOr<std::unique_ptr<CudaDriver>> loaded = CudaDriver::load();
-    if (!loaded.ok()) GTEST_SKIP() << "no GPU: " << loaded.status().message();
-    driver = std::move(loaded).value();
-    int count = 0;
-    if (driver->deviceGetCount(&count) != CUDA_SUCCESS || count == 0)
-      GTEST_SKIP() << "no CUDA device";
-    ASSERT_TRUE(driver->check("cuDeviceGet", driver->deviceGet(&device, 0)).ok());
-    driver->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    driver->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    ASSERT_TRUE(driver->check("cuDevicePrimaryCtxRetain",
-                              driver->primaryCtxRetain(&context, device)).ok());
-    ASSERT_TRUE(driver->check("cuCtxSetCurrent", driver->ctxSetCurrent(context)).ok());
-  }
-  void TearDown() override {
-    if (driver && context) driver->primaryCtxRelease(device);
-  }
-
-  /// Compiles `source` for this GPU (a cubin, or generic compute_80 PTX for the JIT) and
-  /// loads it.
-  CUmodule load(const std::string &source, const std::string &name, bool viaPtx) {
-    StatusOr<CUmodule> module =
-        loadAttentionModule(*driver, source, name, attentionTarget(major, minor, viaPtx));
-    EXPECT_TRUE(module.ok()) << module.status().message();
-    return module.ok() ? *module : nullptr;
-  }
-
   /// Reads `out` (bf16 or f32) and the error word back and compares with `expected`.
   void compare(const DeviceBuffer &out, const DeviceBatch &db, const std::vector<float> &expected,
                bool bf16, const Batch &bt) {
@@ -278,10 +228,6 @@ class PagedAttentionGpuTest : public ::testing::Test {
   void runDecode(const VariantCase &v, bool viaPtx);
   void runPrefill(const VariantCase &v, bool viaPtx);
 
-  std::unique_ptr<CudaDriver> driver;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  int major = 0, minor = 0;
   /// Fresh inputs each run; the seed is printed so a failure can be replayed (INGOT_TEST_SEED).
   std::mt19937 rng{[] {
     const char *env = std::getenv("INGOT_TEST_SEED");

@@ -21,6 +21,7 @@
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cublaslt.h"
 #include "test/gpu/gpu_fixture.h"
+#include "test/gpu/quant_kernel_fixture.h"
 
 namespace ingot {
 namespace {
@@ -29,57 +30,9 @@ using codegen::QuantGemvKernel;
 using quantgemv::QuantGemvParams;
 using quantgemv::testing::RandomQuantWeight;
 
-class QuantGemmGpuTest : public GpuFixture, public ::testing::WithParamInterface<bool> {
+class QuantGemmGpuTest : public QuantKernelGpuTest {
  protected:
-  void SetUp() override {
-    GpuFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    const std::string target = GetParam() ? std::string("compute_80")
-                                          : "sm_" + std::to_string(gpu_.major) +
-                                                std::to_string(gpu_.minor);
-    StatusOr<std::vector<codegen::CudaBinary>> bin =
-        codegen::compileCuda(codegen::quantGemvSource(), "quant_gemm.cu", {target});
-    ASSERT_TRUE(bin.ok()) << bin.status().message();
-    std::vector<uint8_t> image = (*bin)[0].data;
-    image.push_back(0);
-    ASSERT_TRUE(driver_->check("cuModuleLoadData",
-                               driver_->moduleLoadData(&module_, image.data())).ok())
-        << target;
-  }
-  void TearDown() override {
-    if (module_) driver_->moduleUnload(module_);
-    GpuFixture::TearDown();
-  }
-
-  CUdeviceptr upload(const void *data, size_t bytes) {
-    if (!data || bytes == 0) return 0;
-    CUdeviceptr p = alloc(bytes);
-    EXPECT_EQ(driver_->memcpyHtoD(p, data, bytes), CUDA_SUCCESS);
-    return p;
-  }
-
-  /// `w` on the device (codes at the same offset from a 16-byte boundary as on the host).
-  QuantMatrix toDevice(const RandomQuantWeight &w) {
-    QuantMatrix d = w.m;
-    const int64_t codeBytes = w.m.N * w.m.rowBytes();
-    const uintptr_t shift = reinterpret_cast<uintptr_t>(w.m.codes) % 16;
-    const CUdeviceptr codes = alloc(codeBytes + 16);
-    EXPECT_EQ(driver_->memcpyHtoD(codes + shift, w.m.codes, codeBytes), CUDA_SUCCESS);
-    d.codes = reinterpret_cast<const uint8_t *>(codes + shift);
-    d.scales = reinterpret_cast<const void *>(upload(w.scales.data(), w.scales.size()));
-    d.zeros = reinterpret_cast<const void *>(upload(w.zeros.data(), w.zeros.size()));
-    d.channel_scales =
-        reinterpret_cast<const float *>(upload(w.channel.data(), w.channel.size() * 4));
-    return d;
-  }
-
-  CUfunction function(const std::string &name) {
-    CUfunction fn = nullptr;
-    EXPECT_TRUE(driver_->check("cuModuleGetFunction",
-                               driver_->moduleGetFunction(&fn, module_, name.c_str())).ok())
-        << name;
-    return fn;
-  }
+  QuantGemmGpuTest() : QuantKernelGpuTest("quant_gemm.cu") {}
 
   void launchGemm(CUfunction fn, QuantGemvParams p) {
     void *args[] = {&p};
@@ -100,22 +53,12 @@ class QuantGemmGpuTest : public GpuFixture, public ::testing::WithParamInterface
     const std::string what = codegen::quantGemmKernelName(k) + " N=" + std::to_string(N) +
                              " K=" + std::to_string(K) + " T=" + std::to_string(T) + " codes+" +
                              std::to_string(codeOffset);
-    const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
-        rng, static_cast<QuantFormat>(k.format), static_cast<GroupScaleType>(k.scaleType), N, K,
-        block, T % 2 == 0, codeOffset);
-    const int64_t xStride = K + 4, yStride = N + 1;
-    const std::vector<float> x = quantgemv::testing::randomActivations(rng, T, K, xStride);
-    std::vector<float> biasV(N);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float &b : biasV) b = normal(rng);
-    const QuantMatrix dm = toDevice(w);
-    const CUdeviceptr dx = upload(x.data(), x.size() * 4);
-    const CUdeviceptr db = bias ? upload(biasV.data(), N * 4) : 0;
-    const CUdeviceptr dy = alloc(T * yStride * 4);
-    poison(dy, T * yStride);
-    const QuantGemvParams p = quantgemv::testing::gemvParams(
-        dm, reinterpret_cast<const float *>(dx), xStride, reinterpret_cast<const float *>(db),
-        reinterpret_cast<float *>(dy), yStride, T);
+    const DeviceCase c = deviceCase(k, N, K, block, T, codeOffset, bias, T % 2 == 0, rng);
+    const RandomQuantWeight &w = c.w;
+    const std::vector<float> &x = c.x, &biasV = c.biasV;
+    const int64_t xStride = c.xStride, yStride = c.yStride;
+    const CUdeviceptr dy = c.dy;
+    const QuantGemvParams &p = c.p;
     const char *err = quantgemv::checkQuantGemvParams(p, k.format);
     ASSERT_EQ(err, nullptr) << what << ": " << err;
     launchGemm(function(codegen::quantGemmKernelName(k)), p);
@@ -145,18 +88,7 @@ class QuantGemmGpuTest : public GpuFixture, public ::testing::WithParamInterface
       ASSERT_TRUE(std::isnan(y[t * yStride + N])) << what << ": wrote past N in row " << t;
     }
   }
-
-  CUmodule module_ = nullptr;
 };
-
-int64_t blockOf(const QuantGemvKernel &k, int64_t K) {
-  switch (k.format) {
-    case quantgemv::Format::kFp8: return K;
-    case quantgemv::Format::kNvfp4: return 16;
-    case quantgemv::Format::kMxfp4: return 32;
-    default: return k.scaleType == quantgemv::ScaleType::kF32 ? 64 : 128;
-  }
-}
 
 TEST_P(QuantGemmGpuTest, EveryKernelMatchesTheCpuKernelsWithPartialTiles) {
   std::random_device rd;
@@ -164,9 +96,9 @@ TEST_P(QuantGemmGpuTest, EveryKernelMatchesTheCpuKernelsWithPartialTiles) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
-    check(k, 301, 1024, blockOf(k, 1024), 70, 0, true, rng);   // partial T and N tiles
-    check(k, 128, 512, blockOf(k, 512), 64, 8, false, rng);    // whole tiles, 8-aligned codes
-    check(k, 77, 512, blockOf(k, 512), 200, 0, true, rng);     // four token tiles
+    check(k, 301, 1024, quantBlockOf(k, 1024), 70, 0, true, rng);   // partial T and N tiles
+    check(k, 128, 512, quantBlockOf(k, 512), 64, 8, false, rng);    // whole tiles, 8-aligned codes
+    check(k, 77, 512, quantBlockOf(k, 512), 200, 0, true, rng);     // four token tiles
     // A half-full last K step: blocks of 16 (nvfp4, fp8's K-wide block) with K = 208.
     if (k.format == quantgemv::Format::kNvfp4 || k.format == quantgemv::Format::kFp8)
       check(k, 190, 208, k.format == quantgemv::Format::kFp8 ? 208 : 16, 33, 0, true, rng);
@@ -208,7 +140,7 @@ TEST_P(QuantGemmGpuTest, PrefillTflopsAgainstCublasBf16) {
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
     if (k.isInt4() && k.scaleType != quantgemv::ScaleType::kF16) continue;
     const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
-        rng, static_cast<QuantFormat>(k.format), GroupScaleType::kF16, N, K, blockOf(k, K), true,
+        rng, static_cast<QuantFormat>(k.format), GroupScaleType::kF16, N, K, quantBlockOf(k, K), true,
         0);
     const QuantMatrix dm = toDevice(w);
     const CUfunction gemm = function(codegen::quantGemmKernelName(k));

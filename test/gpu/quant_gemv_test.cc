@@ -18,6 +18,7 @@
 #include "codegen/cuda/QuantGemvTestData.h"
 #include "codegen/cuda/QuantKernelsSource.h"
 #include "test/gpu/gpu_fixture.h"
+#include "test/gpu/quant_kernel_fixture.h"
 
 namespace ingot {
 namespace {
@@ -26,55 +27,9 @@ using codegen::QuantGemvKernel;
 using quantgemv::QuantGemvParams;
 using quantgemv::testing::RandomQuantWeight;
 
-class QuantGemvGpuTest : public GpuFixture, public ::testing::WithParamInterface<bool> {
+class QuantGemvGpuTest : public QuantKernelGpuTest {
  protected:
-  void SetUp() override {
-    GpuFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    const std::string target = GetParam() ? std::string("compute_80")
-                                          : "sm_" + std::to_string(gpu_.major) +
-                                                std::to_string(gpu_.minor);
-    StatusOr<std::vector<codegen::CudaBinary>> bin =
-        codegen::compileCuda(codegen::quantGemvSource(), "quant_gemv.cu", {target});
-    ASSERT_TRUE(bin.ok()) << bin.status().message();
-    std::vector<uint8_t> image = (*bin)[0].data;
-    image.push_back(0);
-    ASSERT_TRUE(driver_->check("cuModuleLoadData", driver_->moduleLoadData(&module_, image.data())).ok())
-        << target;
-  }
-  void TearDown() override {
-    if (module_) driver_->moduleUnload(module_);
-    GpuFixture::TearDown();
-  }
-
-  CUdeviceptr upload(const void *data, size_t bytes) {
-    if (!data || bytes == 0) return 0;
-    CUdeviceptr p = alloc(bytes);
-    EXPECT_EQ(driver_->memcpyHtoD(p, data, bytes), CUDA_SUCCESS);
-    return p;
-  }
-
-  /// `w` on the device (codes at the same offset from a 16-byte boundary as on the host).
-  QuantMatrix toDevice(const RandomQuantWeight &w) {
-    QuantMatrix d = w.m;
-    const int64_t codeBytes = w.m.N * w.m.rowBytes();
-    const uintptr_t shift = reinterpret_cast<uintptr_t>(w.m.codes) % 16;
-    const CUdeviceptr codes = alloc(codeBytes + 16);
-    EXPECT_EQ(driver_->memcpyHtoD(codes + shift, w.m.codes, codeBytes), CUDA_SUCCESS);
-    d.codes = reinterpret_cast<const uint8_t *>(codes + shift);
-    d.scales = reinterpret_cast<const void *>(upload(w.scales.data(), w.scales.size()));
-    d.zeros = reinterpret_cast<const void *>(upload(w.zeros.data(), w.zeros.size()));
-    d.channel_scales = reinterpret_cast<const float *>(upload(w.channel.data(), w.channel.size() * 4));
-    return d;
-  }
-
-  CUfunction function(const QuantGemvKernel &k) {
-    CUfunction fn = nullptr;
-    const std::string name = codegen::quantGemvKernelName(k);
-    EXPECT_TRUE(driver_->check("cuModuleGetFunction", driver_->moduleGetFunction(&fn, module_, name.c_str())).ok())
-        << name;
-    return fn;
-  }
+  QuantGemvGpuTest() : QuantKernelGpuTest("quant_gemv.cu") {}
 
   void launch(CUfunction fn, QuantGemvParams p) {
     void *args[] = {&p};
@@ -89,25 +44,15 @@ class QuantGemvGpuTest : public GpuFixture, public ::testing::WithParamInterface
     const std::string what = codegen::quantGemvKernelName(k) + " N=" + std::to_string(N) +
                              " K=" + std::to_string(K) + " T=" + std::to_string(T) + " codes+" +
                              std::to_string(codeOffset);
-    const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
-        rng, static_cast<QuantFormat>(k.format), static_cast<GroupScaleType>(k.scaleType), N, K,
-        block, T % 2 == 1, codeOffset);
-    const int64_t xStride = K + 4, yStride = N + 1;
-    const std::vector<float> x = quantgemv::testing::randomActivations(rng, T, K, xStride);
-    std::vector<float> biasV(N);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float &b : biasV) b = normal(rng);
-    const QuantMatrix dm = toDevice(w);
-    const CUdeviceptr dx = upload(x.data(), x.size() * 4);
-    const CUdeviceptr db = bias ? upload(biasV.data(), N * 4) : 0;
-    const CUdeviceptr dy = alloc(T * yStride * 4);
-    poison(dy, T * yStride);
-    const QuantGemvParams p = quantgemv::testing::gemvParams(
-        dm, reinterpret_cast<const float *>(dx), xStride, reinterpret_cast<const float *>(db),
-        reinterpret_cast<float *>(dy), yStride, T);
+    const DeviceCase c = deviceCase(k, N, K, block, T, codeOffset, bias, T % 2 == 1, rng);
+    const RandomQuantWeight &w = c.w;
+    const std::vector<float> &x = c.x, &biasV = c.biasV;
+    const int64_t xStride = c.xStride, yStride = c.yStride;
+    const CUdeviceptr dy = c.dy;
+    const QuantGemvParams &p = c.p;
     const char *err = quantgemv::checkQuantGemvParams(p, k.format);
     ASSERT_EQ(err, nullptr) << what << ": " << err;
-    launch(function(k), p);
+    launch(function(codegen::quantGemvKernelName(k)), p);
     sync();
     std::vector<float> y(T * yStride);
     ASSERT_EQ(driver_->memcpyDtoH(y.data(), dy, y.size() * 4), CUDA_SUCCESS);
@@ -123,18 +68,7 @@ class QuantGemvGpuTest : public GpuFixture, public ::testing::WithParamInterface
       ASSERT_TRUE(std::isnan(y[t * yStride + N])) << what << ": wrote past N in row " << t;
     }
   }
-
-  CUmodule module_ = nullptr;
 };
-
-int64_t blockOf(const QuantGemvKernel &k, int64_t K) {
-  switch (k.format) {
-    case quantgemv::Format::kFp8: return K;
-    case quantgemv::Format::kNvfp4: return 16;
-    case quantgemv::Format::kMxfp4: return 32;
-    default: return k.scaleType == quantgemv::ScaleType::kF32 ? 64 : 128;
-  }
-}
 
 TEST_P(QuantGemvGpuTest, EveryKernelMatchesTheCpuKernels) {
   std::random_device rd;
@@ -142,11 +76,11 @@ TEST_P(QuantGemvGpuTest, EveryKernelMatchesTheCpuKernels) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
-    for (int64_t T : {1, 3, 8, 19}) check(k, 301, 1024, blockOf(k, 1024), T, 0, T != 3, rng);
+    for (int64_t T : {1, 3, 8, 19}) check(k, 301, 1024, quantBlockOf(k, 1024), T, 0, T != 3, rng);
     // 8-byte chunks: 4-bit rows of K = 272 (136 bytes; blocks of 16), or codes shifted by 8.
     if (k.format == quantgemv::Format::kNvfp4 || k.format == quantgemv::Format::kFp8)
       check(k, 77, 272, k.format == quantgemv::Format::kFp8 ? 272 : 16, 5, 0, true, rng);
-    check(k, 77, 512, blockOf(k, 512), 2, 8, true, rng);
+    check(k, 77, 512, quantBlockOf(k, 512), 2, 8, true, rng);
   }
 }
 
@@ -185,14 +119,14 @@ TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
     if (k.isInt4() && k.scaleType != quantgemv::ScaleType::kF16) continue;
     const RandomQuantWeight w = quantgemv::testing::randomQuantWeight(
-        rng, static_cast<QuantFormat>(k.format), GroupScaleType::kF16, N, K, blockOf(k, K),
+        rng, static_cast<QuantFormat>(k.format), GroupScaleType::kF16, N, K, quantBlockOf(k, K),
         true, 0);
     const size_t copies = std::max<size_t>(2, kSpan / w.m.bytes());
     std::vector<QuantGemvParams> params;
     for (size_t c = 0; c < copies; ++c)
       params.push_back(quantgemv::testing::gemvParams(toDevice(w), reinterpret_cast<const float *>(dx),
                                                       K, nullptr, reinterpret_cast<float *>(dy), N, 1));
-    const CUfunction fn = function(k);
+    const CUfunction fn = function(codegen::quantGemvKernelName(k));
     const double s = time([&](int i) { launch(fn, params[i % copies]); });
     std::cout << "[ gpu ] " << codegen::quantGemvKernelName(k) << " T=1 N=K=4096: " << s * 1e6
               << " us, " << w.m.bytes() / s / 1e9 << " GB/s of weight bytes ("

@@ -34,11 +34,7 @@ class CudaBackendFakeTest : public FakeCudaTest {
 
   std::unique_ptr<Artifact> artifact(testing::LlamaProgramOptions o) {
     o.fake_cuda_kernels = true;
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    StatusOr<Artifact> a = Artifact::openFromMemory(*bytes);
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    return std::make_unique<Artifact>(std::move(*a));
+    return tinyLlama(o);
   }
   std::unique_ptr<CudaBackend> backend(const Artifact& a, int32_t graphs = 16) {
     CudaBackendOptions o;

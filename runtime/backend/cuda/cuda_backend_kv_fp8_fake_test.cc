@@ -31,11 +31,7 @@ class CudaBackendKvFp8FakeTest : public FakeCudaTest {
     testing::LlamaProgramOptions o;  // 2 layers, 4 q / 2 kv heads of 16, vocab 256
     o.kv_dtype = kv;
     o.fake_cuda_kernels = true;
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    StatusOr<Artifact> a = Artifact::openFromMemory(*bytes);
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    return std::make_unique<Artifact>(std::move(*a));
+    return tinyLlama(o);
   }
   static CudaBackendOptions options() {
     CudaBackendOptions o;

@@ -124,6 +124,17 @@ class CudaBackendTpGraphFakeTest : public FakeCudaTest {
     for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(o.vocab));
     return t;
   }
+  /// Gives `seq` 16 random tokens in block 4, prefills 10 of them, then decodes twice at
+  /// batch 1 (a warm-up at the bucket's shape, then the capture): `b` then holds the captured
+  /// batch-1 decode graph. Call through ASSERT_NO_FATAL_FAILURE.
+  void captureBatchOneGraph(CudaBackend& b, Sequence* seq, std::vector<float>* logits) {
+    seq->tokens = randomTokens(16);
+    seq->blocks = {4};
+    ASSERT_TRUE(b.step(makeStep({seq}, {10}, o.block_size), logits).ok());
+    for (int i = 0; i < 2; ++i)
+      ASSERT_TRUE(b.step(makeStep({seq}, {1}, o.block_size), logits).ok());
+    ASSERT_EQ(b.lastGraphBucket(), 1);
+  }
 
   testing::LlamaProgramOptions o;
   std::unique_ptr<Artifact> artifact;
@@ -230,13 +241,8 @@ TEST_F(CudaBackendTpGraphFakeTest, HungCollectiveInAReplayedGraphFailsWithinTheT
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaBackend& b = **made;
   Sequence seq;
-  seq.tokens = randomTokens(16);
-  seq.blocks = {4};
   std::vector<float> logits;
-  ASSERT_TRUE(b.step(makeStep({&seq}, {10}, o.block_size), &logits).ok());
-  for (int i = 0; i < 2; ++i)  // warm-up at the bucket's shape, then the capture
-    ASSERT_TRUE(b.step(makeStep({&seq}, {1}, o.block_size), &logits).ok());
-  ASSERT_EQ(b.lastGraphBucket(), 1);
+  ASSERT_NO_FATAL_FAILURE(captureBatchOneGraph(b, &seq, &logits));
 
   setModes_(0, 1);  // the peer never arrives: the graph's first collective never completes
   const int aborts = aborts_();
@@ -301,13 +307,8 @@ TEST_F(CudaBackendTpGraphFakeTest, AbortBetweenStepsEndsOnceTheNextStepDropsTheG
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaBackend& b = **made;
   Sequence seq;
-  seq.tokens = randomTokens(16);
-  seq.blocks = {4};
   std::vector<float> logits;
-  ASSERT_TRUE(b.step(makeStep({&seq}, {10}, o.block_size), &logits).ok());
-  for (int i = 0; i < 2; ++i)
-    ASSERT_TRUE(b.step(makeStep({&seq}, {1}, o.block_size), &logits).ok());
-  ASSERT_EQ(b.lastGraphBucket(), 1);
+  ASSERT_NO_FATAL_FAILURE(captureBatchOneGraph(b, &seq, &logits));
   ASSERT_GT(stats().liveGraphExecs, 0);
   const int aborts = aborts_(), hangs = abortHangs_(), launches = stats().graphLaunches;
   std::thread watcher([&] { (*comm)->abort(internalError("tp rank 1 (pid 42) exited")); });

@@ -58,11 +58,7 @@ class CudaFp8LinearFakeTest : public FakeCudaTest {
     return o;
   }
   std::unique_ptr<Artifact> artifact(const testing::LlamaProgramOptions& o) {
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-    StatusOr<Artifact> a = Artifact::openFromMemory(*bytes);
-    EXPECT_TRUE(a.ok()) << a.status().message();
-    return std::make_unique<Artifact>(std::move(*a));
+    return tinyLlama(o);
   }
   StatusOr<std::unique_ptr<CudaBackend>> backend(const Artifact& a, int major, int minor,
                                                  int64_t minRows = 32) {

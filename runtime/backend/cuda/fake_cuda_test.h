@@ -4,12 +4,15 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cuda/fake_libcuda.h"
+#include "runtime/backend/testing/llama_program.h"
 
 namespace ingot {
 
@@ -52,6 +55,16 @@ class FakeCudaTest : public ::testing::Test {
       out.push_back(l);
     }
     return out;
+  }
+  /// The tiny Llama that `o` describes, built and opened from memory; null, with a test
+  /// failure, where either fails. (Set `o.fake_cuda_kernels` for the fake driver.)
+  static std::unique_ptr<Artifact> tinyLlama(const testing::LlamaProgramOptions& o) {
+    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
+    EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+    if (!bytes.ok()) return nullptr;
+    StatusOr<Artifact> a = Artifact::openFromMemory(*bytes);
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    return a.ok() ? std::make_unique<Artifact>(std::move(a).value()) : nullptr;
   }
   /// The fake driver's counters (captures, graph launches, live objects).
   static const FakeCudaStats& stats() {

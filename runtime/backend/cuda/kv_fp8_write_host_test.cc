@@ -116,6 +116,32 @@ std::vector<float> randomRows(std::mt19937& rng, int64_t T, int64_t width) {
   return x;
 }
 
+/// The write's parameters for `layer` of the GPU-side pool: K and V rows of `rowFloats()`
+/// floats, the step's packed inputs `packed` (laid out by `sl` for `dims`), errors to `error`.
+KvFp8WriteParams writeParams(TwoPools& pools, int64_t layer, const std::vector<float>& k,
+                             const std::vector<float>& v, const std::vector<int32_t>& packed,
+                             const StepLayout& sl, const StepDims& dims,
+                             unsigned long long* error) {
+  const KvCacheLayout& l = pools.layout;
+  KvFp8WriteParams p{};
+  p.k = k.data();
+  p.v = v.data();
+  p.codes = pools.gpu_codes.data();
+  p.scales = pools.gpu_scales.data();
+  p.slot_mapping = packed.data() + sl.slot_mapping;
+  p.run_tokens = packed.data() + sl.run_tokens;
+  p.run_starts = packed.data() + sl.run_starts;
+  p.error = error;
+  p.num_kv_heads = static_cast<int>(l.num_kv_heads);
+  p.head_dim = static_cast<int>(l.head_dim);
+  p.k_stride = p.v_stride = static_cast<int>(l.rowFloats());
+  p.num_layers = static_cast<int>(l.num_layers);
+  p.layer = static_cast<int>(layer);
+  p.block_size = static_cast<int>(l.block_size);
+  p.max_runs = dims.tokens;
+  return p;
+}
+
 /// Runs the write of one layer through the kernel's code: every (item, run) CTA of the
 /// launch grid, in a random order (they touch different block-heads).
 unsigned long long emulateKernel(TwoPools& pools, int64_t layer, const std::vector<float>& k,
@@ -130,22 +156,7 @@ unsigned long long emulateKernel(TwoPools& pools, int64_t layer, const std::vect
         t < static_cast<int32_t>(in.slot_mapping.size()) ? in.slot_mapping[static_cast<size_t>(t)] : -1;
   packKvRuns(in, dims, static_cast<int32_t>(l.block_size), packed.data());
   unsigned long long error = kvfp8::kKvFp8NoError;
-  KvFp8WriteParams p{};
-  p.k = k.data();
-  p.v = v.data();
-  p.codes = pools.gpu_codes.data();
-  p.scales = pools.gpu_scales.data();
-  p.slot_mapping = packed.data() + sl.slot_mapping;
-  p.run_tokens = packed.data() + sl.run_tokens;
-  p.run_starts = packed.data() + sl.run_starts;
-  p.error = &error;
-  p.num_kv_heads = static_cast<int>(l.num_kv_heads);
-  p.head_dim = static_cast<int>(l.head_dim);
-  p.k_stride = p.v_stride = p.num_kv_heads * p.head_dim;
-  p.num_layers = static_cast<int>(l.num_layers);
-  p.layer = static_cast<int>(layer);
-  p.block_size = static_cast<int>(l.block_size);
-  p.max_runs = dims.tokens;
+  const KvFp8WriteParams p = writeParams(pools, layer, k, v, packed, sl, dims, &error);
   std::vector<std::pair<int, int>> ctas;
   for (int item = 0; item < 2 * p.num_kv_heads; ++item)
     for (int run = 0; run < dims.tokens; ++run) ctas.push_back({item, run});
@@ -377,22 +388,7 @@ TEST(KvFp8WriteHost, AWarpOfHostThreadsWritesTheCpusBytesAndFindsTheFirstBadColu
     std::copy(in.slot_mapping.begin(), in.slot_mapping.end(), packed.begin() + sl.slot_mapping);
     const int32_t runs = packKvRuns(in, dims, static_cast<int32_t>(l.block_size), packed.data());
     unsigned long long error = kvfp8::kKvFp8NoError;
-    KvFp8WriteParams p{};
-    p.k = k.data();
-    p.v = v.data();
-    p.codes = pools.gpu_codes.data();
-    p.scales = pools.gpu_scales.data();
-    p.slot_mapping = packed.data() + sl.slot_mapping;
-    p.run_tokens = packed.data() + sl.run_tokens;
-    p.run_starts = packed.data() + sl.run_starts;
-    p.error = &error;
-    p.num_kv_heads = static_cast<int>(l.num_kv_heads);
-    p.head_dim = static_cast<int>(l.head_dim);
-    p.k_stride = p.v_stride = static_cast<int>(l.rowFloats());
-    p.num_layers = 1;
-    p.layer = 0;
-    p.block_size = static_cast<int>(l.block_size);
-    p.max_runs = dims.tokens;
+    const KvFp8WriteParams p = writeParams(pools, 0, k, v, packed, sl, dims, &error);
     std::vector<std::pair<int, int>> ctas;
     for (int item = 0; item < 2 * p.num_kv_heads; ++item)
       for (int run = 0; run < runs; ++run) ctas.push_back({item, run});

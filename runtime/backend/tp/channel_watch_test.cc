@@ -24,6 +24,7 @@
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
+#include "runtime/backend/tp/tp_process_test_util.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -142,42 +143,6 @@ TEST(ChannelWatch, AStopRequestDoesNotCutAFrameThatIsAlreadyThere) {
   ::close(fds[1]);
 }
 
-/// Rank 0's communicator whose first all_reduce blocks until abort() (as an NCCL collective
-/// whose peer does not come), after `on_hang` runs.
-class HangingCommunicator final : public Communicator {
- public:
-  explicit HangingCommunicator(Communicator* inner) : inner_(inner) {}
-  int rank() const override { return inner_->rank(); }
-  int worldSize() const override { return inner_->worldSize(); }
-  Status allReduceSum(float* data, int64_t n) override {
-    if (calls_++ > 0) return inner_->allReduceSum(data, n);
-    if (on_hang) on_hang();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(15), [&] { return aborted_; });
-    return aborted_ ? inner_->groupStatus() : failedPrecondition("nobody aborted the hang");
-  }
-  Status allGather(const float* in, int64_t n, float* out) override {
-    return inner_->allGather(in, n, out);
-  }
-  Status barrier() override { return inner_->barrier(); }
-  void abort(const Status& error) override {
-    inner_->abort(error);
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-  Status groupStatus() const override { return inner_->groupStatus(); }
-
-  std::function<void()> on_hang;
-
- private:
-  Communicator* inner_;
-  int calls_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool aborted_ = false;
-};
-
 /// A worker rank that joins, loads and says hello as runTpWorker does, then answers its
 /// first command with only part of a kResult frame and stalls (until killed).
 Status stallMidAnswer(const TpWorkerOptions& w) {
@@ -246,9 +211,11 @@ TEST(ChannelWatch, WorkerStalledMidAnswerDoesNotHoldRankZerosFailedCall) {
     }
     return pid;
   };
-  HangingCommunicator* hanging = nullptr;
+  testing::DeafCommunicator* hanging = nullptr;
   o.wrap_rank0_communicator = [&](Communicator* inner) {
-    auto c = std::make_unique<HangingCommunicator>(inner);
+    // Rank 0's first all_reduce blocks until abort(), as an NCCL collective whose peer
+    // does not come.
+    auto c = std::make_unique<testing::DeafCommunicator>(inner, 0, std::chrono::seconds(15));
     hanging = c.get();
     return c;
   };

@@ -26,6 +26,7 @@
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
+#include "runtime/backend/tp/tp_process_test_util.h"
 #include "runtime/backend/tp/worker_node.h"
 
 namespace ingot {
@@ -38,25 +39,11 @@ using Clock = std::chrono::steady_clock;
 constexpr int kBlockSize = 16;
 constexpr int64_t kKvBlocks = 32;
 
-struct TinyModel {
-  std::string path;
-  Artifact artifact;
-};
+using TinyModel = testing::TinyTpModel;
 
+/// A tiny Llama for `tp` ranks in `<TempDir>/multinode-<name>-<pid>.ingot`.
 TinyModel writeTiny(int tp, const std::string& name, uint64_t seed) {
-  testing::LlamaProgramOptions o;
-  o.tp = tp;
-  o.seed = seed;
-  o.block_size = kBlockSize;
-  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  const std::string path =
-      ::testing::TempDir() + "multinode-" + name + "-" + std::to_string(::getpid()) + ".ingot";
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-  StatusOr<Artifact> a = Artifact::open(path);
-  EXPECT_TRUE(a.ok()) << a.status().message();
-  return {path, std::move(a).value()};
+  return testing::writeTinyTpModel(tp, seed, kBlockSize, "multinode-" + name);
 }
 
 /// A port nobody listens on now (the kernel's pick for a socket bound to port 0).

@@ -17,50 +17,24 @@
 #include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/backend/tp/tp_process_test_util.h"
 
 namespace ingot {
 namespace {
 
+using testing::FailingCommunicator;
+using testing::forkWorker;
 using testing::makeStep;
 using testing::Sequence;
 using Clock = std::chrono::steady_clock;
+using TinyTp2 = testing::TinyTpModel;
 
 constexpr int kBlockSize = 16;
 constexpr int64_t kKvBlocks = 32;
 
-/// A TP2 tiny Llama written to a file (workers open it by path) and opened here.
-struct TinyTp2 {
-  std::string path;
-  Artifact artifact;
-};
-
+/// A TP2 tiny Llama in `<TempDir>/<name>-<pid>.ingot`.
 TinyTp2 writeTinyTp2(const std::string& name, uint64_t seed) {
-  testing::LlamaProgramOptions o;
-  o.tp = 2;
-  o.seed = seed;
-  o.block_size = kBlockSize;
-  StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  const std::string path = ::testing::TempDir() + name + "-" + std::to_string(::getpid()) + ".ingot";
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-  StatusOr<Artifact> a = Artifact::open(path);
-  EXPECT_TRUE(a.ok()) << a.status().message();
-  return {path, std::move(a).value()};
-}
-
-/// Starts a worker by forking this test process and calling runTpWorker in the child.
-StatusOr<pid_t> forkWorker(const TpWorkerOptions& w) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return ioError("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    Status s = runTpWorker(w);
-    if (!s.ok()) std::fprintf(stderr, "worker: %s\n", s.message().c_str());
-    std::fflush(stderr);
-    ::_exit(s.ok() ? 0 : 1);
-  }
-  return pid;
+  return testing::writeTinyTpModel(2, seed, kBlockSize, name);
 }
 
 MultiProcessTpOptions processOptions(const TinyTp2& model, std::chrono::milliseconds timeout) {
@@ -200,29 +174,6 @@ TEST(MultiProcessTpBackend, KilledWorkerFailsTheStepNamingItsRankAndTheGroupStay
   EXPECT_LT(again_ms, 50.0);
   std::remove(model.path.c_str());
 }
-
-/// Forwards to the group, except that all_reduce number `fail_at` fails on this rank.
-class FailingCommunicator final : public Communicator {
- public:
-  FailingCommunicator(Communicator* inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
-  int rank() const override { return inner_->rank(); }
-  int worldSize() const override { return inner_->worldSize(); }
-  Status allReduceSum(float* data, int64_t n) override {
-    if (calls_++ == fail_at_) return internalError("injected all_reduce failure");
-    return inner_->allReduceSum(data, n);
-  }
-  Status allGather(const float* in, int64_t n, float* out) override {
-    return inner_->allGather(in, n, out);
-  }
-  Status barrier() override { return inner_->barrier(); }
-  void abort(const Status& error) override { inner_->abort(error); }
-  Status groupStatus() const override { return inner_->groupStatus(); }
-
- private:
-  Communicator* inner_;
-  const int fail_at_;
-  int calls_ = 0;
-};
 
 TEST(MultiProcessTpBackend, WorkerStepFailureBreaksTheGroupWithItsRankedError) {
   TinyTp2 model = writeTinyTp2("fail", 17);

@@ -34,11 +34,15 @@
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
+#include "runtime/backend/tp/tp_process_test_util.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
 namespace {
 
+using testing::DeafCommunicator;
+using testing::FailingCommunicator;
+using testing::forkWorker;
 using testing::makeStep;
 using testing::Sequence;
 using Clock = std::chrono::steady_clock;
@@ -59,94 +63,14 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-/// Forwards to the group, except that all_reduce number `hang_at` blocks until abort() (or
-/// kDeafFor), like an NCCL collective whose peer is gone; `on_hang` runs as it starts.
-class DeafCommunicator final : public Communicator {
- public:
-  DeafCommunicator(Communicator* inner, int hang_at) : inner_(inner), hang_at_(hang_at) {}
-  int rank() const override { return inner_->rank(); }
-  int worldSize() const override { return inner_->worldSize(); }
-  Status allReduceSum(float* data, int64_t n) override {
-    if (calls_++ != hang_at_) return inner_->allReduceSum(data, n);
-    if (on_hang) on_hang();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, kDeafFor, [&] { return aborted_; }))
-      return failedPrecondition("deaf collective: nobody aborted it");
-    return inner_->groupStatus();
-  }
-  Status allGather(const float* in, int64_t n, float* out) override {
-    return inner_->allGather(in, n, out);
-  }
-  Status barrier() override { return inner_->barrier(); }
-  void abort(const Status& error) override {
-    inner_->abort(error);
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-  Status groupStatus() const override { return inner_->groupStatus(); }
-
-  std::function<void()> on_hang;
-
- private:
-  Communicator* inner_;
-  const int hang_at_;
-  int calls_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool aborted_ = false;
-};
-
-/// Forwards to the group, except that all_reduce number `fail_at` fails on this rank.
-class FailingCommunicator final : public Communicator {
- public:
-  FailingCommunicator(Communicator* inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
-  int rank() const override { return inner_->rank(); }
-  int worldSize() const override { return inner_->worldSize(); }
-  Status allReduceSum(float* data, int64_t n) override {
-    if (calls_++ == fail_at_) return internalError("injected all_reduce failure");
-    return inner_->allReduceSum(data, n);
-  }
-  Status allGather(const float* in, int64_t n, float* out) override {
-    return inner_->allGather(in, n, out);
-  }
-  Status barrier() override { return inner_->barrier(); }
-  void abort(const Status& error) override { inner_->abort(error); }
-  Status groupStatus() const override { return inner_->groupStatus(); }
-
- private:
-  Communicator* inner_;
-  const int fail_at_;
-  int calls_ = 0;
-};
-
-StatusOr<pid_t> forkWorker(const TpWorkerOptions& w) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return ioError("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    Status s = runTpWorker(w);
-    ::_exit(s.ok() ? 0 : 1);
-  }
-  return pid;
-}
-
 class TpFastFailure : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::LlamaProgramOptions o;
-    o.tp = 2;
-    o.seed = std::random_device{}();
-    o.block_size = kBlockSize;
-    StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(o);
-    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-    path_ = ::testing::TempDir() + "fast-failure-" + std::to_string(::getpid()) + ".ingot";
-    std::ofstream(path_, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes->data()),
-               static_cast<std::streamsize>(bytes->size()));
-    StatusOr<Artifact> a = Artifact::open(path_);
-    ASSERT_TRUE(a.ok()) << a.status().message();
-    artifact_ = std::make_unique<Artifact>(std::move(a).value());
+    testing::TinyTpModel m =
+        testing::writeTinyTpModel(2, std::random_device{}(), kBlockSize, "fast-failure");
+    path_ = m.path;
+    ASSERT_FALSE(HasFailure());
+    artifact_ = std::make_unique<Artifact>(std::move(m.artifact));
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
@@ -161,7 +85,7 @@ class TpFastFailure : public ::testing::Test {
     o.launch_worker = forkWorker;
     o.watch_workers = true;  // CPU ranks: off by default (their shared group passes aborts)
     o.wrap_rank0_communicator = [this, hang_at](Communicator* inner) {
-      auto wrapped = std::make_unique<DeafCommunicator>(inner, hang_at);
+      auto wrapped = std::make_unique<DeafCommunicator>(inner, hang_at, kDeafFor);
       deaf = wrapped.get();
       return wrapped;
     };
@@ -261,7 +185,7 @@ TEST_F(TpFastFailure, WorkerLeavesItsStuckCollectiveWithinMillisecondsOfRankZero
   w.timeout = std::chrono::seconds(20);
   w.watch_rank0 = true;  // CPU ranks: off by default
   w.wrap_communicator = [&](Communicator* inner) {
-    auto wrapped = std::make_unique<DeafCommunicator>(inner, 0);
+    auto wrapped = std::make_unique<DeafCommunicator>(inner, 0, kDeafFor);
     wrapped->on_hang = [&] { hung = true; };
     return wrapped;
   };
