@@ -28,6 +28,7 @@ fi
 # with dummy weights and CUDA kernels, made on the build machine by scripts/gpu-prepare.sh.
 export INGOT_GPU_ARTIFACT=${INGOT_GPU_ARTIFACT:-$BUILD/gpu/smollm2-dummy.ingot}
 export INGOT_GPU_QUANT_ARTIFACT=${INGOT_GPU_QUANT_ARTIFACT:-$BUILD/gpu/smollm2-int4-dummy.ingot}
+export INGOT_GPU_FP8_ARTIFACT=${INGOT_GPU_FP8_ARTIFACT:-$BUILD/gpu/smollm2-fp8-dummy.ingot}
 export INGOT_GPU_FP8KV_ARTIFACT=${INGOT_GPU_FP8KV_ARTIFACT:-$BUILD/gpu/smollm2-fp8kv-dummy.ingot}
 [ -f "$INGOT_GPU_FP8KV_ARTIFACT" ] || echo "warning: $INGOT_GPU_FP8KV_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 [ -f "$INGOT_GPU_ARTIFACT" ] || echo "warning: $INGOT_GPU_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"

@@ -6,7 +6,7 @@
 #   lib/   the shared libraries they need that a CUDA/PyTorch image may lack (fmt, xxhash,
 #          pcre2, ...); CUDA's own (nvrtc, cublasLt, nccl) come from the GPU machine
 #   gpu/   artifacts with dummy weights and CUDA kernels for every default target: a
-#          SmolLM2-shaped one (the CUDA backend against the CPU backend), its int4 and
+#          SmolLM2-shaped one (the CUDA backend against the CPU backend), its int4, fp8 and
 #          fp8-KV-cache variants, its --tp 2 twin
 #          (CUDA ranks against CPU ranks) and a
 #          Llama-3-8B-shaped one (decode speed); the runtime fills the same seeded weights
@@ -23,6 +23,9 @@ mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/gpu"
 "$INGOT" compile "$GGUF" --dummy-weights --cuda-targets all -o "$BUNDLE/gpu/smollm2-dummy.ingot"
 "$INGOT" compile "$GGUF" --dummy-weights --quant int4 --cuda-targets all \
   -o "$BUNDLE/gpu/smollm2-int4-dummy.ingot"
+# Its fp8 twin (W8A8 linears on sm_90+ against the CPU's emulation of them).
+"$INGOT" compile "$GGUF" --dummy-weights --quant fp8 --cuda-targets all \
+  -o "$BUNDLE/gpu/smollm2-fp8-dummy.ingot"
 # The same model with an fp8 KV cache (its fp8 write and decode kernels): CUDA against the
 # CPU's fp8 cache, and decode speed against the f32 cache.
 "$INGOT" compile "$GGUF" --dummy-weights --kv-dtype fp8 --cuda-targets all \

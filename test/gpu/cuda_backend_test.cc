@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/backend/testing/w8a8_emulation.h"
 #include "test/gpu/backend_gpu_fixture.h"
 
 namespace ingot {
@@ -138,6 +140,45 @@ TEST_F(CudaBackendGpuTest, QuantizedPrefillRunsTheTensorCoreGemmWithinBf16OfTheC
               << err << " of max |logit|\n";
     EXPECT_LT(err, 3e-2) << n << " tokens";
   }
+}
+
+TEST_F(CudaBackendGpuTest, Fp8PrefillRunsW8a8WithinTheCpuEmulationOfIt) {
+  // An fp8 artifact: on sm_90+ a prefill of 80 tokens (>= fp8_w8a8_min_rows) runs its fp8
+  // linears W8A8 (per-token E4M3 activations made by rms_norm / silu_mul, cuBLASLt FP8, the
+  // scale epilogue). Its reference is the CPU backend whose fp8 linears round each token's
+  // activations with the same encoder first (testing::w8a8EmulatingQuantKernels); older
+  // GPUs run the weight-only kernels and are held to the plain CPU backend.
+  const char* path = std::getenv("INGOT_GPU_FP8_ARTIFACT");
+  if (!path) GTEST_SKIP() << "set INGOT_GPU_FP8_ARTIFACT to a --quant fp8 artifact with CUDA kernels";
+  StatusOr<Artifact> opened = Artifact::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  artifact = std::make_unique<Artifact>(std::move(opened).value());
+  auto gpu = cuda();
+  ASSERT_TRUE(gpu);
+  const std::string what = gpu->describe();
+  const size_t sm = what.find("(sm_");
+  ASSERT_NE(sm, std::string::npos) << what;
+  const bool w8a8 = std::stoi(what.substr(sm + 4, 3)) >= 90;
+  EXPECT_EQ(what.find("W8A8 fp8 linears: ") != std::string::npos &&
+                what.find("W8A8 fp8 linears: off") == std::string::npos,
+            w8a8)
+      << what;
+  CpuBackendOptions o;
+  o.num_kv_blocks = 64;
+  if (w8a8) o.quant_kernels = &testing::w8a8EmulatingQuantKernels();
+  StatusOr<std::unique_ptr<CpuBackend>> ref = CpuBackend::create(*artifact, o);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  Sequence seq;
+  seq.tokens = randomTokens(80);
+  for (int32_t b = 0; b * block_size < 80; ++b) seq.blocks.push_back(20 + b);
+  std::vector<float> got, want;
+  const StepInputs step = makeStep({&seq}, {80}, block_size);
+  ASSERT_TRUE(gpu->step(step, &got).ok());
+  ASSERT_TRUE((*ref)->step(step, &want).ok());
+  const double err = relativeError(got, want);
+  std::cout << "[ cuda ] fp8 artifact, prefill of 80 tokens (" << (w8a8 ? "W8A8" : "weight-only")
+            << "): max logit error " << err << " of max |logit|\n";
+  EXPECT_LT(err, 3e-2);
 }
 
 TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {

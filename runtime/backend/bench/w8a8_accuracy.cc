@@ -22,34 +22,18 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda/kernels/fp8_w8a8.cuh"
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cpu/quant_linear.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/backend/testing/w8a8_emulation.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/tokenizer_data.h"
 
 namespace ingot {
 namespace {
-
-/// The SIMD level's table, which the W8A8 table wraps (function pointers take no context).
-const QuantKernels* gBase = nullptr;
-
-/// Rounds one token's activations to E4M3 with a per-row scale, then prepares them as the
-/// base table does; other formats pass straight through.
-void prepareW8a8(const QuantMatrix& w, const float* x, float* out) {
-  if (w.format != QuantFormat::kFp8) return gBase->prepare(w, x, out);
-  float absmax = 0.0f;
-  for (int64_t k = 0; k < w.K; ++k) absmax = std::max(absmax, std::fabs(x[k]));
-  const float s = w8a8::rowScale(absmax), inv = 1.0f / s;
-  std::vector<float> q(static_cast<size_t>(w.K));
-  for (int64_t k = 0; k < w.K; ++k)
-    q[k] = e4m3fnToF32(static_cast<uint8_t>(w8a8::encodeE4m3(x[k] * inv))) * s;
-  gBase->prepare(w, q.data(), out);
-}
 
 struct Scores {
   std::vector<std::vector<float>> logits;  // per window: [tokens, vocab]
@@ -131,9 +115,8 @@ int run(int argc, char** argv) {
   std::vector<int32_t> tokens = tokenizer->encode(text.str(), /*addSpecial=*/true, /*parseSpecial=*/false);
   if (maxTokens > 0 && static_cast<int64_t>(tokens.size()) > maxTokens) tokens.resize(maxTokens);
 
-  gBase = &quantKernels(detectSimdLevel());
-  QuantKernels w8a8Table = *gBase;
-  w8a8Table.prepare = prepareW8a8;
+  const QuantKernels* gBase = &quantKernels(detectSimdLevel());
+  const QuantKernels& w8a8Table = testing::w8a8EmulatingQuantKernels();
   Scores weightOnly, w8a8;
   for (auto [table, out] : {std::pair{gBase, &weightOnly}, std::pair{static_cast<const QuantKernels*>(&w8a8Table), &w8a8}}) {
     Status s = score(*artifact, table, tokens, ctx, threads, out);
