@@ -66,7 +66,8 @@ std::string prelude(const std::string &variantText, const std::string &variantNa
                     " (assembled by codegen/cuda/AttentionKernelSource).\n";
   for (const char *path :
        {"codegen/cuda/kernels/region_operands.h", "codegen/cuda/kernels/region_ops.h",
-        "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/kv_fp8.cuh",
+        "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/e4m3.cuh",
+        "codegen/cuda/kernels/kv_fp8.cuh",
         "codegen/cuda/kernels/paged_decode.cuh",
         "codegen/cuda/kernels/paged_prefill.cuh"})
     src += inlined(path);

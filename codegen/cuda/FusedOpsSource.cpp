@@ -107,12 +107,16 @@ std::string fusedOpsSource(const std::vector<FusedOp> &ops,
   std::string src = "// Fused elementwise kernels (assembled by codegen/cuda/FusedOpsSource).\n";
   std::vector<std::string> paths = {"codegen/cuda/kernels/fused_ops.cuh"};
   if (sampling) paths.push_back("codegen/cuda/kernels/sampling.cuh");
-  if (kvFp8) paths.push_back("codegen/cuda/kernels/kv_fp8.cuh");
+  if (kvFp8) {
+    paths.push_back("codegen/cuda/kernels/e4m3.cuh");  // kv_fp8.cuh's codec, included first
+    paths.push_back("codegen/cuda/kernels/kv_fp8.cuh");
+  }
   for (const std::string &path : paths) {
     src += "// ---- " + path + "\n";
     std::istringstream in(embeddedKernelHeader(path));
     for (std::string line; std::getline(in, line);)
-      if (line.rfind("#pragma once", 0) != 0) src += line + "\n";
+      if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
+        src += line + "\n";
   }
   return src + "// ---- entry points\n" + entries;
 }

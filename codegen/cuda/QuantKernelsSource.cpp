@@ -81,9 +81,9 @@ std::string quantGemmKernelName(const QuantGemvKernel &kernel) {
 std::string quantGemvSource(const std::vector<QuantGemvKernel> &kernels) {
   std::string src = "// Quantized GEMV and GEMM kernels (assembled by "
                     "codegen/cuda/QuantKernelsSource).\n";
-  // The headers in include order; the GEMM's #include of the GEMV header is dropped.
-  for (const char *header :
-       {"codegen/cuda/kernels/quant_gemv.cuh", "codegen/cuda/kernels/quant_gemm.cuh"}) {
+  // The headers in include order; their #include lines of each other are dropped.
+  for (const char *header : {"codegen/cuda/kernels/e4m3.cuh", "codegen/cuda/kernels/quant_gemv.cuh",
+                             "codegen/cuda/kernels/quant_gemm.cuh"}) {
     src += std::string("// ---- ") + header + "\n";
     std::istringstream in(embeddedKernelHeader(header));
     for (std::string line; std::getline(in, line);)

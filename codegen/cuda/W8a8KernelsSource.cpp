@@ -33,6 +33,7 @@ std::vector<std::string> fp8ProducerKernelNames() {
 std::string fp8ProducersSource() {
   std::string src = "// W8A8 quantizing producers (assembled by codegen/cuda/W8a8KernelsSource).\n";
   src += headerBody("codegen/cuda/kernels/fused_ops.cuh");
+  src += headerBody("codegen/cuda/kernels/e4m3.cuh");
   src += headerBody("codegen/cuda/kernels/fp8_w8a8.cuh");
   src += headerBody("codegen/cuda/kernels/fp8_producers.cuh");
   src += "// ---- entry points\n";
@@ -46,12 +47,9 @@ std::string fp8ProducersSource() {
 }
 
 std::string w8a8Source() {
-  std::string src = "// W8A8 FP8 helper kernels (assembled by codegen/cuda/W8a8KernelsSource).\n"
-                    "// ---- codegen/cuda/kernels/fp8_w8a8.cuh\n";
-  std::istringstream in(embeddedKernelHeader("codegen/cuda/kernels/fp8_w8a8.cuh"));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("#pragma once", 0) != 0)
-      src += line + "\n";
+  std::string src = "// W8A8 FP8 helper kernels (assembled by codegen/cuda/W8a8KernelsSource).\n";
+  src += headerBody("codegen/cuda/kernels/e4m3.cuh");
+  src += headerBody("codegen/cuda/kernels/fp8_w8a8.cuh");
   src += "// ---- entry points\n";
   src += std::string("extern \"C\" __global__ void __launch_bounds__(ingot::w8a8::kW8a8Threads) ") +
          kFp8QuantizeRowsKernel +

@@ -25,14 +25,15 @@
 // activation reads as a signed zero; a row whose scale would be subnormal gets the smallest
 // normal one), so host and device produce the same code bytes and scales.
 
+#include "codegen/cuda/kernels/e4m3.cuh"
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define INGOT_W8A8_HD __host__ __device__ __forceinline__
 #else
 #define INGOT_W8A8_HD inline
 #endif
 #if !defined(__CUDACC_RTC__)
-#include <cmath>    // the host side of w8a8Fma
-#include <cstring>  // the host side of floatBits
+#include <cmath>  // the host side of w8a8Fma
 #endif
 
 namespace ingot {
@@ -98,16 +99,6 @@ INGOT_W8A8_HD const char *checkQuantizeRowsParams(const QuantizeRowsParams &p) {
   return nullptr;
 }
 
-INGOT_W8A8_HD unsigned floatBits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
 /// a * b correctly rounded, never contracted into an FMA (the device under fast math too).
 INGOT_W8A8_HD float w8a8Mul(float a, float b) {
 #if defined(__CUDA_ARCH__)
@@ -127,49 +118,15 @@ INGOT_W8A8_HD float w8a8Fma(float a, float b, float c) {
 /// |v| with a subnormal v read as 0, as the device's flush-to-zero reads it: integer
 /// arithmetic, so the absmax of a row is the same bits on host and device. NaN stays NaN.
 INGOT_W8A8_HD float flushedAbs(float v) {
-  const unsigned ax = floatBits(v) & 0x7fffffffu;
+  const unsigned ax = e4m3::floatToBits(v) & 0x7fffffffu;
   if (ax < 0x00800000u) return 0.0f;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(ax);
-#else
-  float a;
-  std::memcpy(&a, &ax, 4);
-  return a;
-#endif
+  return e4m3::bitsToFloat(ax);
 }
 
-/// f32 -> E4M3FN: round to nearest even, saturating at +-448 (satfinite: what cuBLASLt's
-/// own FP8 outputs and __nv_cvt_float_to_fp8(.., __NV_SATFINITE, __NV_E4M3) do); NaN -> 0x7F.
-/// Integer arithmetic only, so host and device agree bit for bit.
-INGOT_W8A8_HD unsigned encodeE4m3(float f) {
-  const unsigned x = floatBits(f);
-  const unsigned sign = (x >> 24) & 0x80u;
-  const unsigned ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return 0x7fu;           // NaN
-  if (ax >= 0x43e00000u) return sign | 0x7eu;    // >= 448 (and inf): the largest finite
-  if (ax < 0x3c800000u) {                        // below 2^-6: subnormal steps of 2^-9
-    // |f| = m * 2^(e - 150) (m with its implicit bit) in units of 2^-9 is m >> (141 - e),
-    // rounded to nearest even. Below 2^-10 (e < 117) that is 0; else the shift is 21..24.
-    const int e = static_cast<int>(ax >> 23);
-    if (e < 117) return sign;
-    const unsigned m = (ax & 0x7fffffu) | 0x800000u;
-    const int shift = 141 - e;
-    unsigned q = m >> shift;
-    const unsigned rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1u))) ++q;
-    return sign | q;                             // q == 8 is 2^-6, the smallest normal: same code
-  }
-  int e = static_cast<int>(ax >> 23) - 127;      // -6 .. 8
-  unsigned r = (ax >> 20) & 7u;
-  const unsigned rem = ax & 0xfffffu, half = 0x80000u;
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  if (r == 8u) {
-    r = 0;
-    ++e;
-  }
-  const unsigned code = (static_cast<unsigned>(e + 7) << 3) | r;
-  return sign | (code > 0x7eu ? 0x7eu : code);   // below 448 never exceeds 0x7E; defensive
-}
+/// f32 -> E4M3FN (e4m3::encode): round to nearest even, saturating at +-448 (satfinite:
+/// what cuBLASLt's own FP8 outputs do); NaN -> 0x7F. Integer arithmetic only, so host and
+/// device agree bit for bit.
+INGOT_W8A8_HD unsigned encodeE4m3(float f) { return e4m3::encode(f); }
 
 /// A row's scale from its absmax (flushedAbs values: 0, normal, inf or NaN): absmax / 448
 /// correctly rounded, at least kMinRowScale (a tiny but nonzero row keeps its codes), or 1
@@ -200,7 +157,7 @@ INGOT_W8A8_HD float rowInverse(float s) {
 /// zero (flush-to-zero on the device), the product correctly rounded; a product below
 /// 2^-126 encodes to a signed zero whether or not it was flushed.
 INGOT_W8A8_HD unsigned activationCode(float v, float inv) {
-  const unsigned bits = floatBits(v);
+  const unsigned bits = e4m3::floatToBits(v);
   if ((bits & 0x7fffffffu) < 0x00800000u) return (bits >> 24) & 0x80u;
   return encodeE4m3(w8a8Mul(v, inv));
 }

@@ -30,11 +30,12 @@
 // bytes). The warp policy, the kernel body and the attention-side decode (storeFp8Vec) are
 // device-only.
 
+#include "codegen/cuda/kernels/e4m3.cuh"
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define INGOT_KVFP8_HD __host__ __device__ __forceinline__
 #else
 #include <cmath>
-#include <cstring>
 #define INGOT_KVFP8_HD inline
 #endif
 
@@ -47,24 +48,6 @@ constexpr int kKvFp8MaxScaleExp = 110;
 /// The error word's value when every row was finite (it keeps the least key).
 constexpr unsigned long long kKvFp8NoError = ~0ull;
 
-INGOT_KVFP8_HD float kvBitsToFloat(unsigned bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-#endif
-}
-INGOT_KVFP8_HD unsigned kvFloatToBits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  unsigned b;
-  std::memcpy(&b, &f, 4);
-  return b;
-#endif
-}
 /// f32 product, never contracted into an FMA on the device.
 INGOT_KVFP8_HD float kvMul(float a, float b) {
 #if defined(__CUDA_ARCH__)
@@ -81,50 +64,21 @@ INGOT_KVFP8_HD float kvRecip(float x) {
   return 1.0f / x;
 #endif
 }
-INGOT_KVFP8_HD float kvRint(float x) {
-#if defined(__CUDA_ARCH__)
-  return rintf(x);
-#else
-  return std::nearbyint(x);  // round to nearest even in the default rounding mode
-#endif
-}
-
 /// 2^e as f32 for e in [-126, 127].
-INGOT_KVFP8_HD float kvPow2(int e) { return kvBitsToFloat(static_cast<unsigned>(e + 127) << 23); }
+INGOT_KVFP8_HD float kvPow2(int e) {
+  return e4m3::bitsToFloat(static_cast<unsigned>(e + 127) << 23);
+}
 
 /// The initial scale of every block-head: 2^-100.
 INGOT_KVFP8_HD float kvFp8MinScale() { return kvPow2(kKvFp8MinScaleExp); }
 
-/// An E4M3FN code as f32, exactly (the NaN codes, which a write never produces, read as
-/// +-480).
-INGOT_KVFP8_HD float kvFp8Value(unsigned code) {
-  const unsigned c = code & 0x7fu;
-  const float mag = (c & 0x78u) ? kvBitsToFloat((c << 20) + (120u << 23))
-                                : static_cast<float>(c) * 0.001953125f;  // m * 2^-9
-  return (code & 0x80u) ? -mag : mag;
-}
+/// An E4M3FN code as f32, exactly (e4m3::decode; the NaN codes, which a write never
+/// produces, read as +-480). The attention kernels' gather decodes through it.
+INGOT_KVFP8_HD float kvFp8Value(unsigned code) { return e4m3::decode(code); }
 
-/// f32 -> E4M3FN, round to nearest even, saturating at +-448; NaN -> 0x7F. Bit for bit
-/// runtime/backend/cpu/quant_formats.h's f32ToE4m3fn.
-INGOT_KVFP8_HD unsigned kvFp8Code(float f) {
-  const unsigned x = kvFloatToBits(f);
-  const unsigned sign = (x >> 24) & 0x80u;
-  const unsigned ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return 0x7fu;
-  const float a = kvBitsToFloat(ax);
-  if (a >= 464.0f) return sign | 0x7eu;  // halfway from 448 to the missing 480
-  if (a < 0.015625f)                     // below 2^-6: subnormal steps of 2^-9
-    return sign | static_cast<unsigned>(kvRint(kvMul(a, 512.0f)));
-  int e = static_cast<int>(ax >> 23) - 127;
-  const unsigned mant = ax & 0x7fffffu, rem = mant & 0xfffffu, half = 0x80000u;
-  unsigned r = mant >> 20;
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  if (r == 8) {
-    r = 0;
-    ++e;
-  }
-  return sign | static_cast<unsigned>(((e + 7) << 3) | static_cast<int>(r));
-}
+/// f32 -> E4M3FN (e4m3::encode: round to nearest even, saturating at +-448, NaN -> 0x7F),
+/// bit for bit runtime/backend/cpu/quant_formats.h's f32ToE4m3fn, as the CPU pool encodes.
+INGOT_KVFP8_HD unsigned kvFp8Code(float f) { return e4m3::encode(f); }
 
 /// The scale a block-head needs for rows of largest magnitude `absmax` (finite, >= 0): the
 /// smallest 2^e >= absmax / 448, clamped to [2^-100, 2^110]. fp8KvScaleFor of the CPU.
@@ -135,7 +89,7 @@ INGOT_KVFP8_HD float kvFp8ScaleFor(float absmax) {
   const float q = absmax / 448.0f;
 #endif
   if (!(q > 0.0f)) return kvFp8MinScale();
-  const unsigned bits = kvFloatToBits(q);
+  const unsigned bits = e4m3::floatToBits(q);
   const int biased = static_cast<int>(bits >> 23);  // q >= 0: no sign bit
   // q = 1.m * 2^(biased - 127): the next power of two up unless m is 0. A subnormal q
   // (biased 0) is far below the minimum scale.

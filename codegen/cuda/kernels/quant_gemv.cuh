@@ -19,6 +19,8 @@
 // host test runs the very same code for every lane and the same butterfly, against the CPU
 // backend's QuantKernels. Everything below the math compiles only under NVRTC/nvcc.
 
+#include "codegen/cuda/kernels/e4m3.cuh"
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #include <cuda_fp16.h>
 #define INGOT_QUANT_HD __host__ __device__ __forceinline__
@@ -28,7 +30,7 @@
 #define INGOT_QUANT_UNROLL
 #endif
 #if !defined(__CUDACC_RTC__)
-#include <cstring>  // the host side of the decoders (nvcc's host pass included)
+#include <cstring>  // the host side of loadWords (nvcc's host pass included)
 #endif
 
 namespace ingot {
@@ -86,15 +88,7 @@ INGOT_QUANT_HD constexpr unsigned quantGemvGridSize(int N) {
 
 // ---- per-element math (host and device) -------------------------------------------------
 
-INGOT_QUANT_HD float bitsToFloat(unsigned bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-#endif
-}
+using e4m3::bitsToFloat;
 
 /// Exact IEEE binary16 -> f32 (f16 subnormals are f32 normals).
 INGOT_QUANT_HD float halfToFloat(unsigned short h) {
@@ -126,15 +120,9 @@ INGOT_QUANT_HD float e2m1Value(unsigned code) {
   return bitsToFloat(bits | ((code & 8u) << 28));
 }
 
-/// An E4M3FN weight code as f32, exactly; the NaN codes 0x7F / 0xFF read as +-480 (the
-/// exponent/mantissa arithmetic carried through), as the CPU vector kernels read them: a
-/// quantizer never writes them.
-INGOT_QUANT_HD float e4m3WeightValue(unsigned code) {
-  const unsigned c = code & 0x7fu;
-  const float mag = (c & 0x78u) ? bitsToFloat((c << 20) + (120u << 23))
-                                : static_cast<float>(c) * 0.001953125f;  // m * 2^-9
-  return (code & 0x80u) ? -mag : mag;
-}
+/// An E4M3FN weight code as f32, exactly (e4m3::decode); the NaN codes 0x7F / 0xFF read as
+/// +-480, as the CPU vector kernels read them: a quantizer never writes them.
+INGOT_QUANT_HD float e4m3WeightValue(unsigned code) { return e4m3::decode(code); }
 
 /// An E4M3FN block scale (nvfp4) as f32; its NaN codes give NaN, as on the CPU.
 INGOT_QUANT_HD float e4m3ScaleValue(unsigned code) {
