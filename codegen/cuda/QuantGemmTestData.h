@@ -113,7 +113,7 @@ void emulateCta(const QuantGemvParams &p, int bx, int by) {
     for (int r = 0; r < kGemmTileT; ++r)
       for (int c = 0; c < kGemmTileN; ++c)
         for (int k = 0; k < kGemmTileK; ++k)
-          acc[r * kGemmTileN + c] = quantgemv::qfma(bf16Value(a[r * kGemmLd + k]),
+          acc[r * kGemmTileN + c] = rn::fma(bf16Value(a[r * kGemmLd + k]),
                                                     bf16Value(b[c * kGemmLd + k]),
                                                     acc[r * kGemmTileN + c]);
   }

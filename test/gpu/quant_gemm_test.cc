@@ -41,12 +41,6 @@ class QuantGemmGpuTest : public QuantKernelGpuTest {
                                     1, 1, 0, stream_, args, nullptr),
               CUDA_SUCCESS);
   }
-  void launchGemv(CUfunction fn, QuantGemvParams p) {
-    void *args[] = {&p};
-    ASSERT_EQ(driver_->launchKernel(fn, quantgemv::quantGemvGridSize(p.N), 1, 1,
-                                    quantgemv::kQuantThreads, 1, 1, 0, stream_, args, nullptr),
-              CUDA_SUCCESS);
-  }
 
   void check(const QuantGemvKernel &k, int64_t N, int64_t K, int64_t block, int64_t T,
              int codeOffset, bool bias, std::mt19937 &rng) {

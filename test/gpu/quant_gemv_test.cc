@@ -31,14 +31,6 @@ class QuantGemvGpuTest : public QuantKernelGpuTest {
  protected:
   QuantGemvGpuTest() : QuantKernelGpuTest("quant_gemv.cu") {}
 
-  void launch(CUfunction fn, QuantGemvParams p) {
-    void *args[] = {&p};
-    const unsigned grid = quantgemv::quantGemvGridSize(p.N);
-    ASSERT_EQ(driver_->launchKernel(fn, grid, 1, 1, quantgemv::kQuantThreads, 1, 1, 0, stream_,
-                                    args, nullptr),
-              CUDA_SUCCESS);
-  }
-
   void check(const QuantGemvKernel &k, int64_t N, int64_t K, int64_t block, int64_t T,
              int codeOffset, bool bias, std::mt19937 &rng) {
     const std::string what = codegen::quantGemvKernelName(k) + " N=" + std::to_string(N) +
@@ -52,7 +44,7 @@ class QuantGemvGpuTest : public QuantKernelGpuTest {
     const QuantGemvParams &p = c.p;
     const char *err = quantgemv::checkQuantGemvParams(p, k.format);
     ASSERT_EQ(err, nullptr) << what << ": " << err;
-    launch(function(codegen::quantGemvKernelName(k)), p);
+    launchGemv(function(codegen::quantGemvKernelName(k)), p);
     sync();
     std::vector<float> y(T * yStride);
     ASSERT_EQ(driver_->memcpyDtoH(y.data(), dy, y.size() * 4), CUDA_SUCCESS);
@@ -127,7 +119,7 @@ TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
       params.push_back(quantgemv::testing::gemvParams(toDevice(w), reinterpret_cast<const float *>(dx),
                                                       K, nullptr, reinterpret_cast<float *>(dy), N, 1));
     const CUfunction fn = function(codegen::quantGemvKernelName(k));
-    const double s = time([&](int i) { launch(fn, params[i % copies]); });
+    const double s = time([&](int i) { launchGemv(fn, params[i % copies]); });
     std::cout << "[ gpu ] " << codegen::quantGemvKernelName(k) << " T=1 N=K=4096: " << s * 1e6
               << " us, " << w.m.bytes() / s / 1e9 << " GB/s of weight bytes ("
               << w.m.bytes() / 1024 << " KiB, " << copies << " copies)\n";

@@ -86,6 +86,14 @@ class QuantKernelGpuTest : public GpuFixture, public ::testing::WithParamInterfa
     return fn;
   }
 
+  /// Launches GEMV `fn` on `p` over the fixture's stream (grid and block as the backend's).
+  void launchGemv(CUfunction fn, quantgemv::QuantGemvParams p) {
+    void *args[] = {&p};
+    ASSERT_EQ(driver_->launchKernel(fn, quantgemv::quantGemvGridSize(p.N), 1, 1,
+                                    quantgemv::kQuantThreads, 1, 1, 0, stream_, args, nullptr),
+              CUDA_SUCCESS);
+  }
+
   /// One random case of kernel `k`: [N, K] weights (per-channel scales when `perChannel`,
   /// codes `codeOffset` bytes past a 16-byte boundary), T rows of activations with row
   /// stride K + 4, a random bias, and on the device those inputs and an output of row stride

@@ -1,4 +1,4 @@
-// FP8 E4M3FN codec shared by the CUDA kernel headers: decode a code to f32, encode f32 to a code.
+// FP8 E4M3FN codec shared by the CUDA kernel headers, and the correctly rounded f32 ops they share.
 #pragma once
 
 // One codec for every kernel that reads or writes E4M3FN bytes (kv_fp8.cuh's KV cache,
@@ -96,4 +96,44 @@ INGOT_E4M3_HD unsigned encode(float f) {
 }
 
 }  // namespace e4m3
+
+/// f32 operations rounded once, to nearest, on host and device alike: the kernels build
+/// with --use_fast_math, which would otherwise approximate divisions and reciprocals and
+/// contract products into FMAs differently from the host code the tests run.
+namespace rn {
+
+/// a * b, never contracted into an FMA.
+INGOT_E4M3_HD float mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+/// a * b + c with one rounding.
+INGOT_E4M3_HD float fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+/// a / b.
+INGOT_E4M3_HD float div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+/// 1 / x.
+INGOT_E4M3_HD float rcp(float x) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(x);
+#else
+  return 1.0f / x;
+#endif
+}
+
+}  // namespace rn
 }  // namespace ingot

@@ -32,9 +32,6 @@
 #else
 #define INGOT_W8A8_HD inline
 #endif
-#if !defined(__CUDACC_RTC__)
-#include <cmath>  // the host side of w8a8Fma
-#endif
 
 namespace ingot {
 namespace w8a8 {
@@ -99,22 +96,6 @@ INGOT_W8A8_HD const char *checkQuantizeRowsParams(const QuantizeRowsParams &p) {
   return nullptr;
 }
 
-/// a * b correctly rounded, never contracted into an FMA (the device under fast math too).
-INGOT_W8A8_HD float w8a8Mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-/// a * b + c with one rounding on host and device alike.
-INGOT_W8A8_HD float w8a8Fma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
 /// |v| with a subnormal v read as 0, as the device's flush-to-zero reads it: integer
 /// arithmetic, so the absmax of a row is the same bits on host and device. NaN stays NaN.
 INGOT_W8A8_HD float flushedAbs(float v) {
@@ -136,22 +117,12 @@ INGOT_W8A8_HD unsigned encodeE4m3(float f) { return e4m3::encode(f); }
 INGOT_W8A8_HD float rowScale(float absmax) {
   if (!(absmax > 0.0f)) return 1.0f;
   if (absmax < kMinScaledAbsMax) return kMinRowScale;
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(absmax, kE4m3Max);
-#else
-  return absmax / kE4m3Max;
-#endif
+  return rn::div(absmax, kE4m3Max);
 }
 
 /// 1 / s correctly rounded: the `inv` threadEncode multiplies by. s is kMinRowScale or more
 /// (finite: at most FLT_MAX / 448, so 1 / s is normal) or inf (0).
-INGOT_W8A8_HD float rowInverse(float s) {
-#if defined(__CUDA_ARCH__)
-  return __frcp_rn(s);
-#else
-  return 1.0f / s;
-#endif
-}
+INGOT_W8A8_HD float rowInverse(float s) { return rn::rcp(s); }
 
 /// The E4M3 code of activation v in a row of inverse scale inv: a subnormal v is a signed
 /// zero (flush-to-zero on the device), the product correctly rounded; a product below
@@ -159,7 +130,7 @@ INGOT_W8A8_HD float rowInverse(float s) {
 INGOT_W8A8_HD unsigned activationCode(float v, float inv) {
   const unsigned bits = e4m3::floatToBits(v);
   if ((bits & 0x7fffffffu) < 0x00800000u) return (bits >> 24) & 0x80u;
-  return encodeE4m3(w8a8Mul(v, inv));
+  return encodeE4m3(rn::mul(v, inv));
 }
 
 /// |x| maximum over the columns thread `tid` of `threads` reads in row `t` (columns
@@ -198,9 +169,9 @@ INGOT_W8A8_HD void threadEncode(const QuantizeRowsParams &p, int t, int tid, int
 INGOT_W8A8_HD void epilogueElement(const ScaleEpilogueParams &p, long i) {
   const long t = i / p.N, n = i - t * p.N;
   const float c = p.channel_scales ? p.channel_scales[n] : 1.0f;
-  const float scale = w8a8Mul(w8a8Mul(p.row_scales[t], c), p.global_scale);
+  const float scale = rn::mul(rn::mul(p.row_scales[t], c), p.global_scale);
   const float a = p.acc[t * p.acc_stride + n];
-  p.y[t * p.y_stride + n] = p.bias ? w8a8Fma(a, scale, p.bias[n]) : w8a8Mul(a, scale);
+  p.y[t * p.y_stride + n] = p.bias ? rn::fma(a, scale, p.bias[n]) : rn::mul(a, scale);
 }
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)

@@ -35,7 +35,7 @@
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define INGOT_KVFP8_HD __host__ __device__ __forceinline__
 #else
-#include <cmath>
+#include <cmath>  // fabsf, fmaxf on the host
 #define INGOT_KVFP8_HD inline
 #endif
 
@@ -48,22 +48,6 @@ constexpr int kKvFp8MaxScaleExp = 110;
 /// The error word's value when every row was finite (it keeps the least key).
 constexpr unsigned long long kKvFp8NoError = ~0ull;
 
-/// f32 product, never contracted into an FMA on the device.
-INGOT_KVFP8_HD float kvMul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-/// 1 / x, correctly rounded (exact for the powers of two it is used on).
-INGOT_KVFP8_HD float kvRecip(float x) {
-#if defined(__CUDA_ARCH__)
-  return __frcp_rn(x);
-#else
-  return 1.0f / x;
-#endif
-}
 /// 2^e as f32 for e in [-126, 127].
 INGOT_KVFP8_HD float kvPow2(int e) {
   return e4m3::bitsToFloat(static_cast<unsigned>(e + 127) << 23);
@@ -83,11 +67,7 @@ INGOT_KVFP8_HD unsigned kvFp8Code(float f) { return e4m3::encode(f); }
 /// The scale a block-head needs for rows of largest magnitude `absmax` (finite, >= 0): the
 /// smallest 2^e >= absmax / 448, clamped to [2^-100, 2^110]. fp8KvScaleFor of the CPU.
 INGOT_KVFP8_HD float kvFp8ScaleFor(float absmax) {
-#if defined(__CUDA_ARCH__)
-  const float q = __fdiv_rn(absmax, 448.0f);
-#else
-  const float q = absmax / 448.0f;
-#endif
+  const float q = rn::div(absmax, 448.0f);
   if (!(q > 0.0f)) return kvFp8MinScale();
   const unsigned bits = e4m3::floatToBits(q);
   const int biased = static_cast<int>(bits >> 23);  // q >= 0: no sign bit
@@ -203,19 +183,19 @@ INGOT_KVFP8_HD void appendKvRunFp8(const KvFp8WriteParams &p, int item, int run,
     const float need = kvFp8ScaleFor(absmax);
     if (need > scale) {
       // old / new is 2^-k: exact for every code that stays normal at the new scale.
-      const float ratio = kvMul(scale, kvRecip(need));
+      const float ratio = rn::mul(scale, rn::rcp(need));
       for (int r = 0; r < p.block_size; ++r) {
         if (r == off) continue;
         unsigned char *row = rows + r * rowStride;
         for (int d = lanes.first(); d < D; d += lanes.stride())
-          row[d] = static_cast<unsigned char>(kvFp8Code(kvMul(kvFp8Value(row[d]), ratio)));
+          row[d] = static_cast<unsigned char>(kvFp8Code(rn::mul(kvFp8Value(row[d]), ratio)));
       }
       scale = need;
     }
-    const float inv = kvRecip(scale);  // a power of two: x * inv is x / scale exactly
+    const float inv = rn::rcp(scale);  // a power of two: x * inv is x / scale exactly
     unsigned char *row = rows + off * rowStride;
     for (int d = lanes.first(); d < D; d += lanes.stride())
-      row[d] = static_cast<unsigned char>(kvFp8Code(kvMul(x[d], inv)));
+      row[d] = static_cast<unsigned char>(kvFp8Code(rn::mul(x[d], inv)));
   }
   if (lanes.leader()) *scaleAt = scale;
 }

@@ -136,21 +136,6 @@ INGOT_QUANT_HD float e8m0Value(unsigned code) {
   return bitsToFloat(code == 0 ? 0x00400000u : code << 23);
 }
 
-/// f32 multiply and fused multiply-add, never contracted differently on the device.
-INGOT_QUANT_HD float qmul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-INGOT_QUANT_HD float qfma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return __builtin_fmaf(a, b, c);
-#endif
-}
 
 /// Element i of an int4 scale or zero/min tensor of type S.
 template <ScaleType S>
@@ -165,20 +150,20 @@ INGOT_QUANT_HD float groupValue(const void *p, long i) {
 /// s * (q - z), fp4 q * s, fp8 q (its scale applies to the whole row, at the end).
 template <Format F>
 INGOT_QUANT_HD float dequant(float q, float s, float z) {
-  if (F == Format::kInt4Min) return qfma(s, q, z);
-  if (F == Format::kInt4Zero) return qmul(s, q - z);
+  if (F == Format::kInt4Min) return rn::fma(s, q, z);
+  if (F == Format::kInt4Zero) return rn::mul(s, q - z);
   if (F == Format::kFp8) return q;
-  return qmul(q, s);
+  return rn::mul(q, s);
 }
 
 /// The factor of a row's sum: the fp8 channel scale times the global scale, else the global.
 INGOT_QUANT_HD float rowScale(const QuantGemvParams &p, int n) {
-  return p.channel_scales ? qmul(p.channel_scales[n], p.global_scale) : p.global_scale;
+  return p.channel_scales ? rn::mul(p.channel_scales[n], p.global_scale) : p.global_scale;
 }
 
 /// An output from the row's sum: sum * scale (+ bias, one fused multiply-add).
 INGOT_QUANT_HD float finishOutput(float sum, float scale, const float *bias, int n) {
-  return bias ? qfma(sum, scale, bias[n]) : qmul(sum, scale);
+  return bias ? rn::fma(sum, scale, bias[n]) : rn::mul(sum, scale);
 }
 
 /// log2 of a power of two (block sizes; checked on the host).
@@ -297,7 +282,7 @@ INGOT_QUANT_HD void laneRowDot(const QuantGemvParams &p, int n0, int t0, int lan
           INGOT_QUANT_UNROLL
           for (int r = 0; r < NR; ++r) {
             INGOT_QUANT_UNROLL
-            for (int j = 0; j < kPerWord; ++j) acc[i][r] = qfma(w[r][j], xv[j], acc[i][r]);
+            for (int j = 0; j < kPerWord; ++j) acc[i][r] = rn::fma(w[r][j], xv[j], acc[i][r]);
           }
         }
       }
