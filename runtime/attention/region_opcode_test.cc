@@ -11,6 +11,7 @@
 #include "runtime/attention/region_bytecode_builder.h"
 #include "runtime/attention/region_disassembler.h"
 #include "runtime/attention/region_program.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -186,7 +187,7 @@ TEST(RegionOpcodeTest, IntegerBinaryOpsMatchReferenceAtEveryWidth) {
       RegionOpcode::kOrI,   RegionOpcode::kXOrI,  RegionOpcode::kShLI,  RegionOpcode::kShRSI,
       RegionOpcode::kShRUI, RegionOpcode::kMaxSI, RegionOpcode::kMinSI, RegionOpcode::kMaxUI,
       RegionOpcode::kMinUI};
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (RegionOpcode op : ops) {
     for (RegionType type : kIntTypes) {
       const unsigned w = typeBitWidth(type);
@@ -215,7 +216,7 @@ TEST(RegionOpcodeTest, IntegerBinaryOpsMatchReferenceAtEveryWidth) {
 }
 
 TEST(RegionOpcodeTest, AbsIMatchesReferenceAndWrapsIntMin) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (RegionType type : kIntTypes) {
     const unsigned w = typeBitWidth(type);
     Ref r{w};
@@ -262,7 +263,7 @@ TEST(RegionOpcodeTest, ArithmeticWrapsToWidthLikeMlir) {
 }
 
 TEST(RegionOpcodeTest, CmpIMatchesReferenceForAllPredicates) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (uint8_t p = 0; p < kCmpIPredicateCount; ++p) {
     for (RegionType type : kIntTypes) {
       const unsigned w = typeBitWidth(type);
@@ -316,7 +317,7 @@ TEST(RegionOpcodeTest, FloatBinaryOpsMatchReference) {
       {RegionOpcode::kPowF, [](float a, float b) { return std::pow(a, b); }},
       {RegionOpcode::kCopySign, [](float a, float b) { return std::copysign(a, b); }},
   };
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (const Op& op : ops) {
     for (int i = 0; i < kSamples; ++i) {
       const float a = values.real(), c = values.real();
@@ -350,7 +351,7 @@ TEST(RegionOpcodeTest, FloatUnaryOpsMatchReference) {
       {RegionOpcode::kFloor, [](float a) { return std::floor(a); }},
       {RegionOpcode::kCeil, [](float a) { return std::ceil(a); }},
   };
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (const Op& op : ops) {
     for (int i = 0; i < kSamples; ++i) {
       const float a = values.real();
@@ -362,7 +363,7 @@ TEST(RegionOpcodeTest, FloatUnaryOpsMatchReference) {
 }
 
 TEST(RegionOpcodeTest, CmpFMatchesReferenceForAllPredicatesIncludingNaN) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (uint8_t p = 0; p < kCmpFPredicateCount; ++p) {
     for (int i = 0; i < kSamples; ++i) {
       const float a = values.real(), c = (i % 4 == 0) ? a : values.real();
@@ -379,7 +380,7 @@ TEST(RegionOpcodeTest, CmpFMatchesReferenceForAllPredicatesIncludingNaN) {
 }
 
 TEST(RegionOpcodeTest, SelectPicksByCondition) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (int i = 0; i < kSamples; ++i) {
     const bool cond = values.rng()() & 1;
     const float a = values.real(), c = values.real();
@@ -398,7 +399,7 @@ TEST(RegionOpcodeTest, SelectPicksByCondition) {
 }
 
 TEST(RegionOpcodeTest, IntegerCastsMatchReference) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   const RegionType* begin = std::begin(kIntTypes);
   const RegionType* end = std::end(kIntTypes) - 1;  // signless types only (no index)
   for (const RegionType* from = begin; from != end; ++from) {
@@ -436,7 +437,7 @@ TEST(RegionOpcodeTest, IntegerCastsMatchReference) {
 }
 
 TEST(RegionOpcodeTest, IntFloatCastsMatchReferenceAndTrapOutOfRange) {
-  RandomValues values(std::random_device{}());
+  RandomValues values(ingot::testing::testSeed());
   for (const RegionType type : kIntTypes) {
     if (type == RegionType::kIndex) continue;
     const unsigned w = typeBitWidth(type);

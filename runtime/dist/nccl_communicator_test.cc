@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/test_seed.h"
+
 namespace ingot {
 namespace {
 
@@ -106,7 +108,7 @@ TEST_F(NcclCommunicatorFake, CollectivesPassTheRightBuffersCountsAndDtypes) {
   auto comm = make(milliseconds(5000));
   ASSERT_TRUE(comm.ok()) << comm.status().message();
   EXPECT_EQ(fake().lastBlocking(), 0) << "the communicator must be nonblocking";
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> in(1001), out(1001, NAN);
   for (float& x : in) x = dist(rng);
@@ -293,7 +295,7 @@ TEST_F(NcclCommunicatorFake, StreamOrderedCollectivesEnqueueWithoutWaitingAndWai
   auto comm = make(milliseconds(5000), 0, 2);
   ASSERT_TRUE(comm.ok()) << comm.status().message();
   FakeStream s;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> x(777), gathered(2 * 777, NAN);
   for (float& v : x) v = dist(rng);

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/test_seed.h"
+
 namespace ingot {
 namespace {
 
@@ -87,7 +89,7 @@ class FakeServer {
 TEST(TcpStore, ManyClientsExchangeRandomValuesThroughOneServer) {
   auto server = startServer();
   constexpr int kRanks = 8;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::vector<std::vector<uint8_t>> sent(kRanks);
   // Small values, and one of a MiB that takes many socket reads.
   for (int r = 0; r < kRanks; ++r)
@@ -123,7 +125,7 @@ TEST(TcpStore, GetWaitsForAKeySetLaterAndSetReplacesValues) {
   auto server = startServer();
   auto reader = connectTo(server->port());
   auto writer = connectTo(server->port());
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::vector<uint8_t> first = randomBytes(rng, 128), second = randomBytes(rng, 100);
   auto start = Clock::now();
   auto pending = std::async(std::launch::async,

@@ -10,6 +10,7 @@
 #include "codegen/cuda/kernels/sampling.cuh"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/testing/llama_program.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/engine/engine.h"
 
 namespace ingot {
@@ -119,7 +120,7 @@ std::vector<std::pair<std::vector<int32_t>, SamplingParams>> requests(std::mt199
 }
 
 TEST(EngineBackendSamplingTest, SeededRequestsGetTheTokensOfHostSampling) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const auto reqs = requests(rng, false);
   HostSamplingBackend* wrapper = nullptr;
   std::unique_ptr<Engine> host = makeEngine(nullptr), backend = makeEngine(&wrapper);
@@ -139,7 +140,7 @@ TEST(EngineBackendSamplingTest, SeededRequestsGetTheTokensOfHostSampling) {
 }
 
 TEST(EngineBackendSamplingTest, AStepWithAPenalizedRequestFallsBackToLogits) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const auto reqs = requests(rng, true);
   HostSamplingBackend* wrapper = nullptr;
   std::unique_ptr<Engine> host = makeEngine(nullptr), backend = makeEngine(&wrapper);
@@ -154,7 +155,7 @@ TEST(EngineBackendSamplingTest, AStepWithAPenalizedRequestFallsBackToLogits) {
 }
 
 TEST(EngineBackendSamplingTest, ParallelSamplesTakeTheLogitsPath) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   HostSamplingBackend* wrapper = nullptr;
   std::unique_ptr<Engine> host = makeEngine(nullptr), backend = makeEngine(&wrapper);
   std::vector<int32_t> prompt(20);

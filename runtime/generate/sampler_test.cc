@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/test_seed.h"
+
 namespace ingot {
 namespace {
 
@@ -198,7 +200,7 @@ TEST(SamplerTest, DrawWalksTheKeptTokensInIdOrder) {
   // For the uniform u the Sampler draws (read from a copy of it), the token is the first id
   // whose running probability exceeds u, whatever order the filter left the candidates in:
   // the small-top-k heap, nth_element for a large top-k, the sorted top-p prefix, min-p.
-  std::mt19937_64 gen(std::random_device{}());
+  std::mt19937_64 gen(ingot::testing::testSeed());
   std::normal_distribution<float> normal(0.0f, 2.0f);
   struct Filter {
     int32_t top_k;

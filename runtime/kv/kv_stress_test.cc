@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "runtime/base/test_seed.h"
 #include "runtime/kv/kv_cache_manager.h"
 
 namespace ingot {
@@ -236,11 +237,10 @@ class KvStress {
 };
 
 TEST(KvCacheStress, RandomOperationsKeepRefcountsAndContentsRight) {
-  std::random_device rd;
-  const uint32_t base = rd();
+  const uint32_t base = ingot::testing::testSeed();
   for (uint32_t round = 0; round < 8; ++round) {
     const uint32_t seed = base + round;
-    SCOPED_TRACE("seed " + std::to_string(seed));
+    SCOPED_TRACE("round " + std::to_string(round) + " (seed + " + std::to_string(round) + ")");
     KvStress stress(seed);
     stress.run(4000);
     if (::testing::Test::HasFailure()) return;

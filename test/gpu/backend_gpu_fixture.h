@@ -15,6 +15,7 @@
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 
@@ -57,7 +58,7 @@ class BackendGpuTest : public ::testing::Test {
   std::unique_ptr<Artifact> artifact;
   int block_size = 16;
   int64_t vocab = 0;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 }  // namespace ingot

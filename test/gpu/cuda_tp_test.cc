@@ -18,6 +18,7 @@
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/shared_memory_group.h"
 #include "runtime/dist/tcp_store.h"
@@ -152,7 +153,7 @@ class CudaTpGpuTest : public ::testing::Test {
 
   std::unique_ptr<CudaDriver> cu_;
   int gpus_ = 0;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 TEST_F(CudaTpGpuTest, OneRankNcclGroupMatchesThePlainCudaBackend) {

@@ -23,6 +23,7 @@
 #include "codegen/cuda/W8a8TestData.h"
 #include "codegen/cuda/kernels/fp8_producers.cuh"
 #include "runtime/backend/cuda/cublaslt.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 
 namespace ingot {
@@ -156,8 +157,7 @@ class Fp8LinearGpuTest : public GpuFixture {
 /// The quantizing rms_norm / silu_mul (kernels/fp8_producers.cuh) against
 /// ingot_fp8_quantize_rows run on their own f32 outputs: codes and scales bit for bit.
 TEST_F(Fp8LinearGpuTest, ProducersWriteTheQuantizersCodesBitForBit) {
-  const uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint32_t seed = ingot::testing::testSeed();
   std::mt19937 rng(seed);
   const std::string target = "sm_" + std::to_string(gpu_.major) + std::to_string(gpu_.minor);
   StatusOr<std::vector<codegen::CudaBinary>> bin =
@@ -233,8 +233,7 @@ TEST_F(Fp8LinearGpuTest, ProducersWriteTheQuantizersCodesBitForBit) {
 }
 
 TEST_F(Fp8LinearGpuTest, MatchesItsHostEmulationAndStaysNearTheCpuWeightOnlyLinear) {
-  const uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint32_t seed = ingot::testing::testSeed();
   std::mt19937 rng(seed);
   struct Shape { int64_t T, N, K; bool perChannel, bias; };
   // SmolLM2-135M's q (576 x 576) and gate (1536 x 576); an 8B-sized down projection; N and

@@ -22,6 +22,7 @@
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -145,7 +146,7 @@ class FusedOpsGpuTest : public ::testing::TestWithParam<std::tuple<bool, bool>> 
   CUmodule module = nullptr;
   std::vector<CUdeviceptr> allocations;
   bool bf16 = false;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 TEST_P(FusedOpsGpuTest, RmsNormResidual) {

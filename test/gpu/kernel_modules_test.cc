@@ -17,6 +17,7 @@
 #include "compiler/artifact/ArtifactWriter.h"
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cuda/kernel_modules.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 
 namespace ingot {
@@ -146,13 +147,14 @@ TEST_F(KernelModulesGpuTest, LoadsTheCubinAndRunsIt) {
   if (gpu_.major == 8 || gpu_.major == 9 || gpu_.major == 10 || gpu_.major == 12) {
     EXPECT_EQ(report.cubins, 1) << report.gpu;  // the artifact carries a cubin for these
   }
-  runAndCheck(**modules, std::random_device{}());
+  runAndCheck(**modules, ingot::testing::testSeed());
 }
 
 TEST_F(KernelModulesGpuTest, JitsThePtxThenServesItFromTheCache) {
   KernelModuleOptions options;
   options.ptx_cache_dir = cacheDir_;
   options.force_ptx = true;
+  const uint32_t seed = ingot::testing::testSeed();
   {
     auto t0 = std::chrono::steady_clock::now();
     auto jitted = KernelModules::load(*driver_, *artifact_, gpu_, options);
@@ -162,7 +164,7 @@ TEST_F(KernelModulesGpuTest, JitsThePtxThenServesItFromTheCache) {
     EXPECT_EQ((*jitted)->report().ptx_from_cache, 0);
     EXPECT_EQ((*jitted)->report().cubins, 0);
     std::cout << "[ gpu ] PTX JIT load: " << ms << " ms\n";
-    runAndCheck(**jitted, std::random_device{}());
+    runAndCheck(**jitted, seed);
   }
   int entries = 0;
   for (const auto& e : std::filesystem::directory_iterator(cacheDir_)) {
@@ -177,7 +179,7 @@ TEST_F(KernelModulesGpuTest, JitsThePtxThenServesItFromTheCache) {
   EXPECT_EQ((*cached)->report().ptx_from_cache, 1);
   EXPECT_EQ((*cached)->report().ptx_jit, 0);
   std::cout << "[ gpu ] PTX cache load: " << ms << " ms\n";
-  runAndCheck(**cached, std::random_device{}());
+  runAndCheck(**cached, seed + 1);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/shared_memory_group.h"
 #include "runtime/dist/tcp_store.h"
@@ -208,7 +209,7 @@ void checkGroup(int world, const std::string& name) {
   Gpus gpus = findGpus();
   if (gpus.count == 0) GTEST_SKIP() << gpus.why;
   if (gpus.count < world) GTEST_SKIP() << "needs " << world << " GPUs, found " << gpus.count;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const size_t n = (1 << 20) + 37;  // not a multiple of any chunk size NCCL uses
   std::vector<std::vector<float>> inputs, inputsBf16;
   for (int r = 0; r < world; ++r) {

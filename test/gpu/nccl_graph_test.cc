@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/tcp_store.h"
 
@@ -94,7 +95,7 @@ class NcclGraphGpuTest : public ::testing::Test {
   std::unique_ptr<NcclCommunicator> comm_;
   CUstream stream_ = nullptr;
   CUdeviceptr in_ = 0, gathered_ = 0, copied_ = 0;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 TEST_F(NcclGraphGpuTest, OneRankCollectivesCapturedInAGraphMatchEagerOnFreshInputs) {

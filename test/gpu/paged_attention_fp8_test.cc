@@ -24,6 +24,7 @@
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/attention_launch.h"
 #include "test/gpu/attention_test_util.h"
 
@@ -157,7 +158,7 @@ class PagedAttentionFp8GpuTest : public AttentionGpuTest {
     }
   }
 
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 TEST_F(PagedAttentionFp8GpuTest, DecodeAndPrefillReadTheCpusFp8Values) {

@@ -26,6 +26,7 @@
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/attention_launch.h"
 #include "test/gpu/attention_test_util.h"
 
@@ -228,14 +229,8 @@ class PagedAttentionGpuTest : public AttentionGpuTest {
   void runDecode(const VariantCase &v, bool viaPtx);
   void runPrefill(const VariantCase &v, bool viaPtx);
 
-  /// Fresh inputs each run; the seed is printed so a failure can be replayed (INGOT_TEST_SEED).
-  std::mt19937 rng{[] {
-    const char *env = std::getenv("INGOT_TEST_SEED");
-    const unsigned seed = env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
-                              : std::random_device{}();
-    std::cout << "INGOT_TEST_SEED=" << seed << "\n";
-    return seed;
-  }()};
+  /// Fresh inputs each run, replayable with INGOT_TEST_SEED.
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 /// NaN in f32 and in bf16: the kernels must overwrite every output element.

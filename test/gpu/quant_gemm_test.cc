@@ -20,6 +20,7 @@
 #include "codegen/cuda/QuantKernelsSource.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cublaslt.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 #include "test/gpu/quant_kernel_fixture.h"
 
@@ -85,9 +86,7 @@ class QuantGemmGpuTest : public QuantKernelGpuTest {
 };
 
 TEST_P(QuantGemmGpuTest, EveryKernelMatchesTheCpuKernelsWithPartialTiles) {
-  std::random_device rd;
-  const uint32_t seed = rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint32_t seed = ingot::testing::testSeed();
   std::mt19937 rng(seed);
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
     check(k, 301, 1024, quantBlockOf(k, 1024), 70, 0, true, rng);   // partial T and N tiles

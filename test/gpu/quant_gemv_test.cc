@@ -17,6 +17,7 @@
 #include "codegen/cuda/NvrtcCompiler.h"
 #include "codegen/cuda/QuantGemvTestData.h"
 #include "codegen/cuda/QuantKernelsSource.h"
+#include "runtime/base/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 #include "test/gpu/quant_kernel_fixture.h"
 
@@ -63,9 +64,7 @@ class QuantGemvGpuTest : public QuantKernelGpuTest {
 };
 
 TEST_P(QuantGemvGpuTest, EveryKernelMatchesTheCpuKernels) {
-  std::random_device rd;
-  const uint32_t seed = rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint32_t seed = ingot::testing::testSeed();
   std::mt19937 rng(seed);
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
     for (int64_t T : {1, 3, 8, 19}) check(k, 301, 1024, quantBlockOf(k, 1024), T, 0, T != 3, rng);

@@ -16,6 +16,7 @@
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/cpu/weight_store.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -295,7 +296,7 @@ TEST(CpuBackendTest, LargeDummyWeightsFillInParallelWithTheSequentialValues) {
   const std::vector<int64_t> shape = {3, (int64_t{5} << 22) / 3 + 7};
   const int64_t n = shape[0] * shape[1];
   std::vector<float> out(n, NAN);
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = ingot::testing::testSeed();
   fillDummyWeight(seed, "layers.0.mlp.up_proj.weight", shape, WeightType::kF32, out.data());
   uint64_t state = seed ^ XXH64("layers.0.mlp.up_proj.weight", 27, 0);
   const float amplitude = 1.0f / std::sqrt(static_cast<float>(shape[1]));

@@ -15,6 +15,7 @@
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cuda/cublaslt.h"
 #include "runtime/backend/cuda/fake_cuda_test.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -41,7 +42,7 @@ class CublasLtFp8FakeTest : public FakeCudaTest {
   static CUdeviceptr dev(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
   std::unique_ptr<CublasLt> lt_;
-  std::mt19937 rng_{std::random_device{}()};
+  std::mt19937 rng_{ingot::testing::testSeed()};
   alignas(256) char workspace_[256] = {};
 };
 

@@ -20,6 +20,7 @@
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -64,7 +65,7 @@ class CudaBackendFakeTest : public FakeCudaTest {
     return t;
   }
 
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 size_t countOf(const std::vector<Launch>& ls, const std::string& name) {

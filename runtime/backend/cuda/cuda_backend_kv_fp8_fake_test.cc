@@ -16,6 +16,7 @@
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -46,7 +47,7 @@ class CudaBackendKvFp8FakeTest : public FakeCudaTest {
     for (int32_t& x : t) x = static_cast<int32_t>(rng() % 256u);
     return t;
   }
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 
 std::vector<Launch> named(const std::vector<Launch>& ls, const std::string& prefix) {

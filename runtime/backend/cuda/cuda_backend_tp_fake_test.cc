@@ -23,6 +23,7 @@
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {
@@ -82,7 +83,7 @@ class RecordingCommunicator final : public Communicator {
   size_t fail_at = 0;
   /// What the other ranks contribute to a gather (unset: random values).
   std::function<float(int rank)> other_count;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 
  private:
   CollectiveCall& record(bool gather, const float* in, float* out, int64_t n) {
@@ -144,7 +145,7 @@ class CudaBackendTpFakeTest : public FakeCudaTest {
 
   testing::LlamaProgramOptions o;
   std::unique_ptr<Artifact> artifact;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 
  private:
   std::vector<uint8_t> bytes_;

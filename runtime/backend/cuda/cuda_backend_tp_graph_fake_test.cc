@@ -28,6 +28,7 @@
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/tcp_store.h"
 
@@ -138,7 +139,7 @@ class CudaBackendTpGraphFakeTest : public FakeCudaTest {
 
   testing::LlamaProgramOptions o;
   std::unique_ptr<Artifact> artifact;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
   void (*setModes_)(int init, int collective) = nullptr;
   int (*aborts_)() = nullptr;
   int (*abortHangs_)() = nullptr;  // aborts that found live graphs (NCCL 2.26+ would hang)

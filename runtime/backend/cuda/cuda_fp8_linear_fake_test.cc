@@ -20,6 +20,7 @@
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -114,7 +115,7 @@ class CudaFp8LinearFakeTest : public FakeCudaTest {
     return n;
   }
 
-  std::mt19937 rng_{std::random_device{}()};
+  std::mt19937 rng_{ingot::testing::testSeed()};
 };
 
 TEST_F(CudaFp8LinearFakeTest, Sm90PrefillRunsW8a8WithPaddedShapesAndDecodeKeepsTheGemv) {

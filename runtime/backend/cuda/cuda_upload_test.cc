@@ -10,6 +10,7 @@
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 #include "runtime/backend/testing/llama_program.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -85,7 +86,7 @@ class CudaUploadTest : public ::testing::Test {
 TEST_F(CudaUploadTest, BF16WeightsLandBitExactThroughManySmallChunks) {
   testing::LlamaProgramOptions o;
   o.weight_dtype = schema::DType::BF16;
-  o.seed = std::random_device{}();
+  o.seed = ingot::testing::testSeed();
   plan(o);
   state.staging_bytes = 1000;  // not a multiple of any row: chunks split rows
   ASSERT_TRUE(uploadWeights(state).ok());
@@ -97,7 +98,7 @@ TEST_F(CudaUploadTest, F32WeightsAreRoundedToBf16AndTiedEmbeddingsKeptTwice) {
   testing::LlamaProgramOptions o;
   o.weight_dtype = schema::DType::F32;
   o.tie_embeddings = true;
-  o.seed = std::random_device{}();
+  o.seed = ingot::testing::testSeed();
   plan(o);
   state.staging_bytes = 4096;
   ASSERT_TRUE(uploadWeights(state).ok());

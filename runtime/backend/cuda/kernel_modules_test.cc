@@ -17,6 +17,7 @@
 #include "compiler/artifact/ArtifactWriter.h"
 #include "runtime/backend/cuda/fake_libcuda.h"
 #include "runtime/backend/cuda/ptx_jit_cache.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -216,7 +217,7 @@ TEST_F(KernelModulesTest, CorruptCacheEntryIsDeletedAndRebuilt) {
   const std::string path = cachePath(p, "sm_90");
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    std::mt19937 rng(std::random_device{}());
+    std::mt19937 rng(ingot::testing::testSeed());
     for (int i = 0; i < 300; ++i) out.put(static_cast<char>('a' + rng() % 26));
   }
   ::testing::internal::CaptureStderr();

@@ -23,6 +23,7 @@
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cuda/step_pack.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -45,7 +46,7 @@ TEST(KvFp8WriteHost, CodesValuesAndScalesMatchTheCpuBitForBit) {
   for (unsigned c = 0; c < 256; ++c)
     if ((c & 0x7f) != 0x7f)
       EXPECT_EQ(bitsOf(kvfp8::kvFp8Value(c)), bitsOf(e4m3fnToF32(static_cast<uint8_t>(c)))) << c;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   // Every f32 class: random bit patterns (NaN, infinities, subnormals), the E4M3 range
   // densely, and the rounding boundaries (halfway points between codes).
   std::vector<float> xs = {0.0f, -0.0f, 448.0f, 464.0f, 463.99f, 480.0f, 0.015625f, 0.0156249f,
@@ -210,7 +211,7 @@ struct Workload {
 class KvFp8WriteHostSteps : public ::testing::TestWithParam<int> {};
 
 TEST_P(KvFp8WriteHostSteps, RandomStepsLeaveTheCpuPoolsBytes) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   KvCacheLayout l;
   l.num_layers = 2;
   l.block_size = 8;  // small blocks: many fresh starts, reuse and cross-block chunks
@@ -248,7 +249,7 @@ TEST_P(KvFp8WriteHostSteps, RandomStepsLeaveTheCpuPoolsBytes) {
 INSTANTIATE_TEST_SUITE_P(HeadDims, KvFp8WriteHostSteps, ::testing::Values(32, 64, 128));
 
 TEST(KvFp8WriteHost, NonFiniteRowsReportTheCpusLayerKvAndTokenAndStopTheirRun) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   KvCacheLayout l;
   l.num_layers = 3;
   l.block_size = 16;
@@ -361,7 +362,7 @@ class EmulatedWarp {
 };
 
 TEST(KvFp8WriteHost, AWarpOfHostThreadsWritesTheCpusBytesAndFindsTheFirstBadColumn) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   KvCacheLayout l;
   l.num_layers = 1;
   l.block_size = 8;

@@ -1,5 +1,6 @@
 // Packed CUDA step inputs, decode buckets, split-KV and KV pool sizing, on the CPU.
 #include "runtime/backend/cuda/step_pack.h"
+#include "runtime/base/test_seed.h"
 
 #include <random>
 #include <set>
@@ -44,7 +45,7 @@ TEST(StepPack, LayoutAlignsEveryArrayAndHoldsItsLength) {
 }
 
 TEST(StepPack, PaddedDecodeStepKeepsRealRowsAndMakesPaddingHarmless) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const StepInputs in = decodeStep(rng, 3, 16, 4);
   const StepDims dims{8, 8, 6, 8};
   const StepLayout l = stepLayout(dims);
@@ -70,7 +71,7 @@ TEST(StepPack, PaddedDecodeStepKeepsRealRowsAndMakesPaddingHarmless) {
 }
 
 TEST(StepPack, EagerPackIsTheInputsThemselves) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   StepInputs in = decodeStep(rng, 4, 16, 3);
   in.logit_rows = {3, 1};
   const StepDims dims = stepDims(in);
@@ -159,7 +160,7 @@ TEST(StepPack, KvPoolTakesWhatTheUtilizationLeaves) {
 }
 
 TEST(StepPack, KvRunsGroupEachBlocksTokensInTokenOrderAndPadWithEmptyRuns) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const int32_t bs = 4;
   for (int trial = 0; trial < 50; ++trial) {
     // Slots of a few requests interleaved at random (each request's own slots ascending),

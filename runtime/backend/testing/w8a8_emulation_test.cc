@@ -11,12 +11,13 @@
 
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cpu/simd_level.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot::testing {
 namespace {
 
 TEST(W8a8Emulation, Fp8ActivationsArePreparedAsPerTokenE4m3ValuesOthersAsBefore) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const QuantKernels& base = quantKernels(detectSimdLevel());
   const QuantKernels& emu = w8a8EmulatingQuantKernels();
   QuantMatrix fp8;

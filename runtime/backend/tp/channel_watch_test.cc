@@ -25,6 +25,7 @@
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -60,7 +61,7 @@ void writeAllBytes(int fd, const uint8_t* data, size_t n) {
 }
 
 TEST(ChannelWatch, PartialFrameThenStallDoesNotHoldTheDestructorAndTheFrameSurvives) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::vector<uint8_t> payload(1 + rng() % 5000);
   for (uint8_t& b : payload) b = static_cast<uint8_t>(rng());
   const std::vector<uint8_t> frame = frameBytes(StepCommand::kResult, payload);
@@ -111,7 +112,7 @@ TEST(ChannelWatch, PartialFrameThenStallDoesNotHoldTheDestructorAndTheFrameSurvi
 }
 
 TEST(ChannelWatch, AStopRequestDoesNotCutAFrameThatIsAlreadyThere) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   std::vector<uint8_t> payload(rng() % 300);
   for (uint8_t& b : payload) b = static_cast<uint8_t>(rng());
   const std::vector<uint8_t> frame = frameBytes(StepCommand::kGroupBroken, payload);
@@ -184,7 +185,7 @@ Status stallMidAnswer(const TpWorkerOptions& w) {
 TEST(ChannelWatch, WorkerStalledMidAnswerDoesNotHoldRankZerosFailedCall) {
   testing::LlamaProgramOptions lo;
   lo.tp = 2;
-  lo.seed = std::random_device{}();
+  lo.seed = ingot::testing::testSeed();
   lo.block_size = 16;
   StatusOr<std::vector<uint8_t>> bytes = testing::buildLlamaArtifact(lo);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();

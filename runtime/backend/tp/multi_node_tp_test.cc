@@ -28,6 +28,7 @@
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
 #include "runtime/backend/tp/worker_node.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -130,7 +131,7 @@ int32_t argmaxOfLastRow(const std::vector<float>& logits, int64_t vocab) {
 /// Node 1 started first, then node 0 here: greedy decoding through the two nodes gives the
 /// tokens (and logits, bit for bit) of thread ranks; node 1 exits 0 when node 0 shuts down.
 void expectGreedyTokensOfThreadRanks(int tp) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = ingot::testing::testSeed();
   TinyModel model = writeTiny(tp, "greedy" + std::to_string(tp), seed);
   const uint16_t port = freePort();
   const std::string err_path = model.path + ".node1.err";

@@ -18,6 +18,7 @@
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot {
 namespace {
@@ -77,8 +78,7 @@ void expectSameStep(Backend& processes, Backend& threads, const StepInputs& in, 
 }
 
 TEST(MultiProcessTpBackend, ProcessRanksGiveTheLogitsOfThreadRanksBitForBit) {
-  std::random_device device;
-  const uint32_t seed = device();
+  const uint32_t seed = ingot::testing::testSeed();
   TinyTp2 model = writeTinyTp2("bits", seed);
   auto processes = MultiProcessTpBackend::create(model.artifact,
                                                  processOptions(model, std::chrono::seconds(20)));
@@ -235,7 +235,7 @@ TEST(MultiProcessTpBackend, StoppedWorkerFailsTheStepAfterTheTimeoutNeverAHang) 
 
 TEST(MultiProcessTpBackend, WorkerOnAnotherArtifactIsRefusedNamingItsRankNodeAndBothIdentities) {
   // Same model shape, different weights: a worker would load it and compute wrong sums.
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = ingot::testing::testSeed();
   TinyTp2 mine = writeTinyTp2("ident-a", seed);
   TinyTp2 other = writeTinyTp2("ident-b", seed + 1);
   const uint64_t a = mine.artifact.header().manifest_xxh64;

@@ -16,6 +16,7 @@
 #include "runtime/backend/testing/llama_program.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -49,7 +50,7 @@ class CudaRanksFake : public ::testing::Test {
 
   static void* driver_;
   static void* blas_;
-  std::mt19937 rng{std::random_device{}()};
+  std::mt19937 rng{ingot::testing::testSeed()};
 };
 void* CudaRanksFake::driver_ = nullptr;
 void* CudaRanksFake::blas_ = nullptr;

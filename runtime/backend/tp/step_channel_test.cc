@@ -9,6 +9,7 @@
 #include <thread>
 #include <random>
 
+#include "runtime/base/test_seed.h"
 #include "schemas/region_bytecode.h"
 
 namespace ingot {
@@ -23,7 +24,7 @@ std::vector<int32_t> randomInts(std::mt19937& rng, size_t n) {
 }
 
 TEST(StepChannel, StepsWithExtraOperandsRoundTripExactly) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   for (int trial = 0; trial < 20; ++trial) {
     StepInputs in;
     const size_t tokens = rng() % 50;
@@ -85,7 +86,7 @@ TEST(StepChannel, StatusHelloAndKvCommandsRoundTrip) {
   ASSERT_TRUE(decodeStatus(encodeStatus(okStatus()), &out).ok());
   EXPECT_TRUE(out.ok());
 
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng(ingot::testing::testSeed());
   const uint64_t artifact_id = rng();
   WorkerHello hello{3, notFound("no such file"), 77, 256, 123456789012ull, 5, artifact_id};
   WorkerHello back;

@@ -35,6 +35,7 @@
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
+#include "runtime/base/test_seed.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -67,7 +68,7 @@ class TpFastFailure : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::TinyTpModel m =
-        testing::writeTinyTpModel(2, std::random_device{}(), kBlockSize, "fast-failure");
+        testing::writeTinyTpModel(2, ingot::testing::testSeed(), kBlockSize, "fast-failure");
     path_ = m.path;
     ASSERT_FALSE(HasFailure());
     artifact_ = std::make_unique<Artifact>(std::move(m.artifact));
@@ -324,7 +325,7 @@ TEST_F(TpFastFailure, HellosReadDuringRankZerosLoadLeaveTheGroupAsBefore) {
   EXPECT_EQ((*processes)->numKvBlocks(), (*threads)->numKvBlocks());
   EXPECT_EQ((*processes)->matrixBytes(), (*threads)->matrixBytes());
   EXPECT_EQ((*processes)->numThreads(), (*threads)->numThreads());
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   const int vocab = static_cast<int>((*threads)->vocabSize());
   Sequence a, b;
   for (int i = 0; i < 7; ++i) a.tokens.push_back(static_cast<int32_t>(rng() % vocab));
