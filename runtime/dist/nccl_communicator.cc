@@ -20,6 +20,8 @@ constexpr std::chrono::microseconds kSpinFor(200);
 /// lose a tenth of its time to a 1 ms cap (0.5 ms late on average).
 constexpr std::chrono::microseconds kFirstSleep(20);
 constexpr std::chrono::microseconds kMaxSleep(100);
+/// How often a waiting init asks NcclGroupOptions::join_probe.
+constexpr std::chrono::milliseconds kProbeEvery(5);
 
 ncclDataType_t ncclType(CollectiveDtype dtype) {
   return dtype == CollectiveDtype::kBf16 ? ncclBfloat16 : ncclFloat32;
@@ -133,7 +135,7 @@ Status NcclCommunicator::init(TcpStoreClient& store) {
     return breakGroup(internalError(nccl_->describe("ncclCommInitRankConfig", r, comm)));
   Status s = waitAsync("init (waiting for all " + std::to_string(options_.world_size) +
                            " ranks to connect to rank 0)",
-                       deadline);
+                       deadline, options_.join_probe);
   if (!s.ok()) return breakGroup(s);
   return okStatus();
 }
@@ -221,11 +223,17 @@ std::string NcclCommunicator::label(const std::string& op, int64_t n,
          ")";
 }
 
-Status NcclCommunicator::waitAsync(const std::string& what, Clock::time_point deadline) {
+Status NcclCommunicator::waitAsync(const std::string& what, Clock::time_point deadline,
+                                   const std::function<Status()>& probe) {
   bool finished = false;
   ncclResult_t state = ncclInProgress;
+  Clock::time_point next_probe = Clock::now();
   INGOT_RETURN_IF_ERROR(pollUntil(deadline, finished, [&](bool& done) {
     if (broken_.load()) return groupStatus();
+    if (probe && Clock::now() >= next_probe) {
+      INGOT_RETURN_IF_ERROR(probe());
+      next_probe = Clock::now() + kProbeEvery;
+    }
     ncclResult_t r = nccl_->commGetAsyncError(comm_, &state);
     if (r != ncclSuccess) return internalError(nccl_->describe("ncclCommGetAsyncError", r, comm_));
     done = state != ncclInProgress;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,11 @@ struct NcclGroupOptions {
   /// Prefix of the store keys of this group. A store can serve several groups, and a
   /// restarted group must use a new name: a stale unique id would pair ranks of two groups.
   std::string group_name = "tp";
+  /// Asked every few milliseconds while init waits for the other ranks; an error ends the
+  /// wait at once (the communicator is aborted) and create() returns it. Rank 0 of
+  /// MultiProcessTpBackend passes "has a worker process exited?", so a worker that dies
+  /// before NCCL connects fails the start in milliseconds, not after the timeout.
+  std::function<Status()> join_probe;
 };
 
 /// One rank's NCCL communicator. Implements Communicator over device memory: the float
@@ -136,7 +142,10 @@ class NcclCommunicator final : public Communicator, public StreamCollectives {
                std::chrono::steady_clock::time_point deadline);
   /// Waits until `comm_`'s asynchronous state leaves ncclInProgress (init or a nonblocking
   /// enqueue), the deadline passes, or the group is aborted from another thread.
-  Status waitAsync(const std::string& what, std::chrono::steady_clock::time_point deadline);
+  /// Polls the async error until it leaves ncclInProgress or the deadline; `probe`, when
+  /// given, is asked every kProbeEvery and its error ends the wait.
+  Status waitAsync(const std::string& what, std::chrono::steady_clock::time_point deadline,
+                   const std::function<Status()>& probe = nullptr);
   /// Records `error` as the group's error (first one wins) and aborts the communicator.
   Status breakGroup(Status error);
   void abortCommLocked();

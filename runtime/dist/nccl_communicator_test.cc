@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cmath>
 #include <future>
 #include <random>
@@ -160,6 +161,50 @@ TEST_F(NcclCommunicatorFake, InitThatNeverCompletesTimesOutAndAborts) {
   EXPECT_NE(m.find("init"), std::string::npos) << m;
   EXPECT_NE(m.find("300 ms"), std::string::npos) << m;
   EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1);
+}
+
+TEST_F(NcclCommunicatorFake, JoinProbeErrorEndsAnInitThatWaitsAndAbortsIt) {
+  fake().setModes(1, 0);  // init never completes: a rank that never comes
+  int aborts = fake().aborts();
+  NcclGroupOptions options;
+  options.timeout = milliseconds(20000);
+  options.group_name = "probe";
+  std::atomic<int> asked{0};
+  const auto start = Clock::now();
+  options.join_probe = [&]() -> Status {
+    ++asked;
+    if (Clock::now() - start < milliseconds(50)) return okStatus();
+    return failedPrecondition("tp rank 1 (pid 4242) exited with status 3 while the group formed");
+  };
+  auto comm = NcclCommunicator::create(fake().cuda(), *store_, options);
+  const double seconds = secondsSince(start);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_GE(seconds, 0.05);
+  EXPECT_LT(seconds, 1.0) << "the probe's error must end the wait, not the 20 s timeout";
+  EXPECT_GE(asked.load(), 2);
+  EXPECT_EQ(comm.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& m = comm.status().message();
+  EXPECT_NE(m.find("rank 0 of 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("tp rank 1 (pid 4242) exited with status 3"), std::string::npos) << m;
+  EXPECT_EQ(abortsReaching(aborts + 1), aborts + 1) << "the initializing communicator is aborted";
+}
+
+TEST_F(NcclCommunicatorFake, JoinProbeIsNotAskedOnceTheGroupFormed) {
+  NcclGroupOptions options;
+  options.timeout = milliseconds(300);
+  options.group_name = "probe-ok";
+  std::atomic<int> asked{0};
+  options.join_probe = [&]() -> Status {
+    ++asked;
+    return okStatus();
+  };
+  auto comm = NcclCommunicator::create(fake().cuda(), *store_, options);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  const int after_init = asked.load();
+  fake().setModes(0, 1);  // a collective that never completes: the probe is for the join only
+  std::vector<float> x(10, 1.0f);
+  EXPECT_FALSE((*comm)->allReduceSum(x.data(), 10).ok());
+  EXPECT_EQ(asked.load(), after_init);
 }
 
 TEST_F(NcclCommunicatorFake, InitFailureCarriesNcclsMessage) {

@@ -96,6 +96,7 @@ StatusOr<std::unique_ptr<RankBackend>> RankBackend::join(TcpStoreClient& store,
     g.device = o.gpu;
     g.timeout = o.timeout;
     g.group_name = o.group;
+    g.join_probe = o.join_probe;
     INGOT_ASSIGN_OR_RETURN(r->cuda_->comm, NcclCommunicator::create(*r->cuda_->driver, store, g));
     inner = r->cuda_->comm.get();
 #else

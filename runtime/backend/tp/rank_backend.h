@@ -41,7 +41,8 @@ struct RankOptions {
   /// CUDA ranks: CudaBackendOptions::gpu_memory_utilization and max_model_len.
   double gpu_memory_utilization = 0.9;
   int64_t max_model_len = 0;
-  /// Called while rank 0 waits for the others to join (CPU ranks; see ShmProcessGroupOptions).
+  /// Called while rank 0 waits for the others to join: the CPU groups' join and the NCCL
+  /// init (ShmProcessGroupOptions, TcpProcessGroupOptions, NcclGroupOptions).
   std::function<Status()> join_probe;
   /// Tests: wraps the rank's communicator for fault injection; must forward to `inner`.
   std::function<std::unique_ptr<Communicator>(Communicator* inner)> wrap_communicator;

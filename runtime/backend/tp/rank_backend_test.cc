@@ -90,6 +90,35 @@ TEST_F(CudaRanksFake, MoreRanksThanGpusAreRefusedNamingTheCounts) {
   std::remove(path.c_str());
 }
 
+TEST_F(CudaRanksFake, JoinProbeErrorEndsRankZerosNcclInitAtOnce) {
+  auto set_modes = reinterpret_cast<void (*)(int, int)>(::dlsym(driver_, "fakeSetModes"));
+  ASSERT_NE(set_modes, nullptr);
+  StatusOr<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  StatusOr<std::unique_ptr<TcpStoreClient>> store =
+      TcpStoreClient::connect("127.0.0.1", (*server)->port(), milliseconds(5000));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  RankOptions options;
+  options.gpu = 0;
+  options.timeout = milliseconds(20000);
+  options.group = "probe-" + std::to_string(rng());
+  const auto start = std::chrono::steady_clock::now();
+  // What MultiProcessTpBackend's probe says of a worker that died before NCCL connected.
+  options.join_probe = [&]() -> Status {
+    if (std::chrono::steady_clock::now() - start < milliseconds(30)) return okStatus();
+    return failedPrecondition("tp rank 1 (pid 99) exited with status 1 while the group formed");
+  };
+  set_modes(1, 0);  // the init waits for a rank that never connects
+  StatusOr<std::unique_ptr<RankBackend>> rank = RankBackend::join(**store, options);
+  set_modes(0, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(rank.ok());
+  EXPECT_LT(seconds, 1.0) << "the probe, not the 20 s timeout, must end the init";
+  EXPECT_NE(rank.status().message().find("tp rank 1 (pid 99) exited"), std::string::npos)
+      << rank.status().message();
+}
+
 TEST_F(CudaRanksFake, OneRankNcclGroupRunsTheCudaBackend) {
   StatusOr<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok()) << server.status().message();
