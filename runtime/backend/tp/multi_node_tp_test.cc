@@ -223,6 +223,49 @@ TEST(MultiNodeTp, KilledNode1FailsNode0NamingTheRankAndNode) {
   std::remove(model.path.c_str());
 }
 
+TEST(MultiNodeTp, RankOfAnotherNodeThatDiesBeforeJoiningFailsNode0AtOnceNamingIt) {
+  TinyModel model = writeTiny(2, "crash", 7);
+  const uint16_t port = freePort();
+  WorkerNodeOptions w;
+  w.artifact = model.path;
+  w.world_size = 2;
+  w.nnodes = 2;
+  w.node_rank = 1;
+  w.master_addr = "127.0.0.1";
+  w.master_port = port;
+  w.timeout = std::chrono::seconds(10);
+  // Node 1's rank crashes before it joins (as a driver that faults at load would).
+  w.launch_worker = [](const TpWorkerOptions&) -> StatusOr<pid_t> {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::usleep(200 * 1000);
+      ::raise(SIGKILL);
+      ::_exit(1);
+    }
+    return pid;
+  };
+  std::ostringstream log;
+  StatusOr<int> node1_code = internalError("node 1 did not run");
+  std::thread node1([&] { node1_code = runWorkerNode(w, log); });
+  const auto start = Clock::now();
+  auto nodes = MultiProcessTpBackend::create(model.artifact,
+                                             node0Options(model, port, std::chrono::seconds(30)));
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  node1.join();
+  ASSERT_FALSE(nodes.ok());
+  const std::string& m = nodes.status().message();
+  std::cerr << "node 0 reports, " << ms << " ms after it started: " << m << "\n";
+  EXPECT_NE(m.find("tp rank 1 (node 1): its process (pid "), std::string::npos) << m;
+  EXPECT_NE(m.find("was killed by signal 9"), std::string::npos) << m;
+  EXPECT_NE(m.find("reported by node 1"), std::string::npos) << m;
+  EXPECT_LT(ms, 5000.0) << "the notice, not the 30 s timeout, must end node 0's join";
+  ASSERT_TRUE(node1_code.ok()) << node1_code.status().message();
+  EXPECT_EQ(*node1_code, 128 + SIGKILL);
+  EXPECT_NE(log.str().find("tp rank 1 (pid"), std::string::npos) << log.str();
+  std::remove(model.path.c_str());
+}
+
 TEST(MultiNodeTp, Node0NamesTheRanksAndNodeThatNeverCame) {
   TinyModel model = writeTiny(4, "absent", 9);
   auto nodes = MultiProcessTpBackend::create(

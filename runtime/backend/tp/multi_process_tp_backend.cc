@@ -119,8 +119,9 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
   g.nnodes = o.nnodes;
   g.wrap_communicator = o.wrap_rank0_communicator;
   watch_workers_ = o.watch_workers.value_or(o.first_gpu >= 0);
-  // A worker that exits before joining (a bad binary, a bad flag) fails the join at once.
-  g.join_probe = [this] { return exitedWorker("while the group formed"); };
+  // A worker that exits before joining (a bad binary, a bad flag, a crash on another
+  // node) fails the join at once.
+  g.join_probe = [this, &artifact] { return joinProbe(artifact); };
   INGOT_ASSIGN_OR_RETURN(rank0_, RankBackend::join(*store_, g));
   const Status loaded = loadWatchingWorkers(artifact, o.after_rank0_load);
   if (!loaded.ok()) return loaded;

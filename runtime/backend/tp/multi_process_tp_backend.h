@@ -157,6 +157,10 @@ class MultiProcessTpBackend final : public Backend {
   /// The error for the first worker of this node found exited (`when`: "while the group
   /// formed"), or ok while all run.
   Status exitedWorker(const std::string& when);
+  /// RankOptions::join_probe of rank 0: a worker of this node that exited, or a hello with
+  /// an error already waiting on the step listener (another node's notice that one of its
+  /// ranks exited: runWorkerNode), fails the join at once.
+  Status joinProbe(const Artifact& artifact);
   /// Reaps worker r if it exited; returns how it ended ("exited with status 2", "killed by
   /// signal 9"), or "" while it runs.
   std::string reapIfExited(int r);

@@ -53,6 +53,13 @@ Status MultiProcessTpBackend::exitedWorker(const std::string& when) {
   return okStatus();
 }
 
+Status MultiProcessTpBackend::joinProbe(const Artifact& artifact) {
+  INGOT_RETURN_IF_ERROR(exitedWorker("while the group formed"));
+  // No worker says hello before the group formed (it joins, then loads), so a connection
+  // waiting now is another node's notice of a rank's exit; it is sent whole at once.
+  return acceptHellos(artifact, Clock::now() + kReapGrace, -1);
+}
+
 Status MultiProcessTpBackend::readHello(const Artifact& artifact,
                                         std::unique_ptr<StepChannel> channel,
                                         Clock::time_point deadline, int stop_fd) {
@@ -79,7 +86,7 @@ Status MultiProcessTpBackend::readHello(const Artifact& artifact,
   WorkerHello hello;
   INGOT_RETURN_IF_ERROR(decodeHello(payload, &hello));
   const int world = worldSize();
-  if (hello.rank < 1 || hello.rank >= world || workers_[hello.rank - 1].channel)
+  if (hello.rank < 1 || hello.rank >= world)
     return dataLoss("tp: hello from an unexpected rank " + std::to_string(hello.rank));
   const std::string rank = "tp rank " + std::to_string(hello.rank) + " (node " +
                            std::to_string(hello.rank / ranks_per_node_) + ")";
@@ -91,7 +98,10 @@ Status MultiProcessTpBackend::readHello(const Artifact& artifact,
                               "xxh64) is " + hex64(hello.artifact_id) + ", rank 0's (" +
                               artifact.source() + ") is " + hex64(artifact_id) +
                               "; every node must serve the same .ingot file");
+  // Also from a rank already connected: its node's notice that its process exited.
   if (!hello.status.ok()) return hello.status.withPrefix(rank);
+  if (workers_[hello.rank - 1].channel)
+    return dataLoss("tp: a second hello from " + rank);
   workers_[hello.rank - 1].channel = std::move(channel);
   workers_[hello.rank - 1].hello = std::move(hello);
   return okStatus();

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <thread>
 
+#include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/worker_process.h"
 #include "runtime/dist/tcp_store.h"
 
@@ -22,6 +24,29 @@ constexpr std::chrono::milliseconds kStopGrace{2000};
 std::string timeoutText(std::chrono::milliseconds t) {
   return t.count() % 1000 == 0 ? std::to_string(t.count() / 1000) + " s"
                                : std::to_string(t.count()) + " ms";
+}
+
+/// How long the notice of a rank's exit may take to reach rank 0's step listener.
+constexpr std::chrono::milliseconds kNoticeDeadline{1000};
+
+/// Tells rank 0 that `rank` of this node ended (`ended`, from describeExit): a hello that
+/// carries the error, on a step channel of its own. Rank 0 reads hellos while the group
+/// forms and the ranks load; a rank of another node is not its child, so without this it
+/// would learn of the exit only at its timeout. Best effort: once rank 0 serves, nobody
+/// reads the listener, and the dead rank's closed step channel tells rank 0 instead.
+void noticeExit(const WorkerNodeOptions& o, uint16_t step_port, int rank, pid_t pid,
+                const std::string& ended) {
+  if (step_port == 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + kNoticeDeadline;
+  StatusOr<std::unique_ptr<StepChannel>> channel =
+      connectStepChannel(o.master_addr, step_port, deadline);
+  if (!channel.ok()) return;
+  WorkerHello notice;
+  notice.rank = rank;
+  notice.status = failedPrecondition("its process (pid " + std::to_string(pid) + ") " + ended +
+                                     "; reported by node " + std::to_string(o.node_rank) +
+                                     " (its log has the rank's own error, if any)");
+  (void)(*channel)->send(StepCommand::kHello, encodeHello(notice), deadline);
 }
 
 int exitCodeOf(int wait_status) {
@@ -140,6 +165,13 @@ StatusOr<int> runWorkerNode(const WorkerNodeOptions& o, std::ostream& log) {
                            " ranks, this node was given --device " +
                            (o.first_gpu >= 0 ? "cuda" : "cpu") +
                            " (same --device kind everywhere)");
+  // Rank 0 published its step listener's port before the spec.
+  uint16_t step_port = 0;
+  StatusOr<std::vector<uint8_t>> port_text = (*store)->get(o.group + "/step_channel_port", o.timeout);
+  if (port_text.ok()) {
+    const long port = std::strtol(std::string(port_text->begin(), port_text->end()).c_str(), nullptr, 10);
+    if (port > 0 && port <= 65535) step_port = static_cast<uint16_t>(port);
+  }
   store->reset();  // the workers connect on their own
 
   int threads = o.num_threads;
@@ -187,6 +219,7 @@ StatusOr<int> runWorkerNode(const WorkerNodeOptions& o, std::ostream& log) {
           << pids[i] << ") " << describeExit(status)
           << (running > 0 ? "; stopping this node's other ranks" : "") << "\n"
           << std::flush;
+      noticeExit(o, step_port, first + static_cast<int>(i), pids[i], describeExit(status));
       give_up = std::chrono::steady_clock::now() + kStopGrace;
       for (size_t j = 0; j < pids.size(); ++j)
         if (!done[j]) ::kill(pids[j], SIGTERM);
