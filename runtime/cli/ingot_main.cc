@@ -47,6 +47,11 @@ void addTensorParallelLaunchFlags(CLI::App* app, ingot::TensorParallelLaunch& la
   app->add_option("--master-port", launch.master_port,
                   "--tp-mode processes: the store's port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
+  app->add_option("--dist-timeout", launch.dist_timeout_s,
+                  "--tp-mode processes: seconds any rank waits for the others (forming the "
+                  "group, loading, each step) before failing; a rank seen to exit fails the "
+                  "others at once")
+      ->capture_default_str();
 }
 
 /// --device and --gpu-memory-utilization (ingot::backendFactoryFor()).

@@ -3,9 +3,11 @@
 
 #include <arpa/inet.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include <iostream>
+#include <sstream>
 
 #include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
@@ -48,6 +50,14 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
       return invalidArgument(nodes + " needs a fixed --master-port (the other nodes must know it; "
                              "e.g. 29500)");
   }
+  if (!(launch.dist_timeout_s >= 0.1 && launch.dist_timeout_s <= 86400.0)) {
+    std::ostringstream got;
+    got << launch.dist_timeout_s;
+    return invalidArgument("--dist-timeout must be in [0.1, 86400] seconds, got " + got.str());
+  }
+  if (launch.mode != "processes" && launch.dist_timeout_s != TensorParallelLaunch().dist_timeout_s)
+    return invalidArgument("--dist-timeout needs --tp-mode processes (thread ranks share one "
+                           "process and have no peer to lose)");
   const bool master_given = !launch.master_addr.empty() || launch.master_port != 0;
   if (master_given && launch.mode != "processes")
     return invalidArgument("--master-addr / --master-port need --tp-mode processes (the "
@@ -57,6 +67,10 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
                          ": CUDA ranks (one GPU per process on NCCL) need a build with the CUDA "
                          "backend and NCCL; this one runs CPU ranks only");
   return okStatus();
+}
+
+std::chrono::milliseconds distTimeout(const TensorParallelLaunch& launch) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(launch.dist_timeout_s * 1000.0)));
 }
 
 BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first_gpu,
@@ -80,13 +94,15 @@ BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first
     if (!launch.master_addr.empty()) o.master_addr = launch.master_addr;
     o.master_port = static_cast<uint16_t>(launch.master_port);
     o.nnodes = launch.nnodes;
+    o.timeout = distTimeout(launch);
     if (launch.nnodes > 1 && tensorParallelWorldSize(artifact) % launch.nnodes == 0) {
       const int local = tensorParallelWorldSize(artifact) / launch.nnodes;
       std::cerr << "ingot: node 0 of " << launch.nnodes << ": rank 0 (engine and server)"
                 << (local == 2   ? std::string(" and rank 1")
                     : local > 2 ? " and ranks 1.." + std::to_string(local - 1)
                                 : std::string())
-                << " here; waiting up to 30 s for the other nodes' ranks at " << o.master_addr
+                << " here; waiting up to " << launch.dist_timeout_s
+                << " s for the other nodes' ranks at " << o.master_addr
                 << ":" << o.master_port << "\n";
     }
     StatusOr<std::unique_ptr<MultiProcessTpBackend>> b = MultiProcessTpBackend::create(artifact, o);
@@ -135,6 +151,7 @@ int runWorkerNodeCommand(const std::string& command, const TensorParallelLaunch&
   o.master_addr = launch.master_addr;
   o.master_port = static_cast<uint16_t>(launch.master_port);
   o.num_threads = num_threads;
+  o.timeout = distTimeout(launch);
   if (device != "cpu") {
     const std::string prefix = "cuda:";
     long gpu = 0;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace ingot {
 namespace {
 
@@ -47,11 +49,30 @@ TEST(TensorParallelLaunch, RefusesEachBadFlagByName) {
   l = TensorParallelLaunch();
   l.master_port = 29500;
   EXPECT_NE(refusal(l).find("need --tp-mode processes"), std::string::npos);
+  for (double bad : {0.0, -1.0, 0.05, 1e6, std::nan("")}) {
+    l = processes();
+    l.dist_timeout_s = bad;
+    EXPECT_NE(refusal(l).find("--dist-timeout must be in [0.1, 86400] seconds"), std::string::npos)
+        << bad;
+  }
+  l = TensorParallelLaunch();
+  l.dist_timeout_s = 5;
+  EXPECT_NE(refusal(l).find("--dist-timeout needs --tp-mode processes"), std::string::npos);
   // CUDA ranks as processes: accepted where the build has them, else refused saying why.
   if (cudaRanksBuilt())
     EXPECT_EQ(refusal(processes(), "cuda:1"), "ok");
   else
     EXPECT_NE(refusal(processes(), "cuda:1").find("NCCL"), std::string::npos);
+}
+
+TEST(TensorParallelLaunch, DistTimeoutIsMillisecondsOfTheSecondsGiven) {
+  TensorParallelLaunch l = processes();
+  EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(30000));
+  l.dist_timeout_s = 0.25;
+  EXPECT_EQ(refusal(l), "ok");
+  EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(250));
+  l.dist_timeout_s = 600;
+  EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(600000));
 }
 
 TensorParallelLaunch twoNodes(int node_rank) {

@@ -1,6 +1,6 @@
 """Runs `ingot run ARTIFACT ...` as two nodes of a multi-host group on this host (node 1
 started first, then node 0), writes node 0's output to OUT and prints both exit codes and
-node 1's log."""
+node 1's log. Arguments after ARTIFACT OUT go to both nodes."""
 import shutil
 import socket
 import subprocess
@@ -14,7 +14,7 @@ with socket.socket() as s:  # a free port for node 0's store
     port = s.getsockname()[1]
 common = [ingot, "run", artifact, "-p", "The quick brown fox", "-n", "24", "--temperature", "0",
           "--threads", "2", "--tp-mode", "processes", "--nnodes", "2",
-          "--master-addr", "127.0.0.1", "--master-port", str(port)]
+          "--master-addr", "127.0.0.1", "--master-port", str(port)] + sys.argv[3:]
 node1 = subprocess.Popen(common + ["--node-rank", "1"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
 time.sleep(0.5)  # node 1 waits for node 0's store (retrying with backoff)
