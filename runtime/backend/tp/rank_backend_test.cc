@@ -48,9 +48,22 @@ class CudaRanksFake : public ::testing::Test {
     return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>();
   }
 
+  /// A store on a free port, and a client of it in store_.
+  void startStore() {
+    StatusOr<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(server).value();
+    StatusOr<std::unique_ptr<TcpStoreClient>> store =
+        TcpStoreClient::connect("127.0.0.1", server_->port(), milliseconds(5000));
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(store).value();
+  }
+
   static void* driver_;
   static void* blas_;
   std::mt19937 rng{ingot::testing::testSeed()};
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> store_;
 };
 void* CudaRanksFake::driver_ = nullptr;
 void* CudaRanksFake::blas_ = nullptr;
@@ -93,11 +106,7 @@ TEST_F(CudaRanksFake, MoreRanksThanGpusAreRefusedNamingTheCounts) {
 TEST_F(CudaRanksFake, JoinProbeErrorEndsRankZerosNcclInitAtOnce) {
   auto set_modes = reinterpret_cast<void (*)(int, int)>(::dlsym(driver_, "fakeSetModes"));
   ASSERT_NE(set_modes, nullptr);
-  StatusOr<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status().message();
-  StatusOr<std::unique_ptr<TcpStoreClient>> store =
-      TcpStoreClient::connect("127.0.0.1", (*server)->port(), milliseconds(5000));
-  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_NO_FATAL_FAILURE(startStore());
   RankOptions options;
   options.gpu = 0;
   options.timeout = milliseconds(20000);
@@ -109,7 +118,7 @@ TEST_F(CudaRanksFake, JoinProbeErrorEndsRankZerosNcclInitAtOnce) {
     return failedPrecondition("tp rank 1 (pid 99) exited with status 1 while the group formed");
   };
   set_modes(1, 0);  // the init waits for a rank that never connects
-  StatusOr<std::unique_ptr<RankBackend>> rank = RankBackend::join(**store, options);
+  StatusOr<std::unique_ptr<RankBackend>> rank = RankBackend::join(*store_, options);
   set_modes(0, 0);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -120,18 +129,14 @@ TEST_F(CudaRanksFake, JoinProbeErrorEndsRankZerosNcclInitAtOnce) {
 }
 
 TEST_F(CudaRanksFake, OneRankNcclGroupRunsTheCudaBackend) {
-  StatusOr<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status().message();
-  StatusOr<std::unique_ptr<TcpStoreClient>> store =
-      TcpStoreClient::connect("127.0.0.1", (*server)->port(), milliseconds(5000));
-  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_NO_FATAL_FAILURE(startStore());
   RankOptions options;
   options.gpu = 0;
   options.timeout = milliseconds(5000);
   options.group = "one-" + std::to_string(rng());
   options.cpu.num_kv_blocks = 32;
   options.max_model_len = 256;
-  StatusOr<std::unique_ptr<RankBackend>> rank = RankBackend::join(**store, options);
+  StatusOr<std::unique_ptr<RankBackend>> rank = RankBackend::join(*store_, options);
   ASSERT_TRUE(rank.ok()) << rank.status().message();
   EXPECT_EQ((*rank)->communicator().worldSize(), 1);
   EXPECT_EQ((*rank)->deviceName(), "cuda:0");
