@@ -426,6 +426,19 @@ TEST(TcpProcessGroup, JoinRefusesAnIngotRankOfAnotherWorldSizeNamingBoth) {
             std::string::npos) << error.message();
 }
 
+TEST(TcpSocket, KeepAliveTimesFollowTheTimeout) {
+  auto times = [](int64_t ms) {
+    const tcp_socket::KeepAliveTimes t = tcp_socket::keepAliveWithin(std::chrono::milliseconds(ms));
+    return std::to_string(t.idle_s) + "+" + std::to_string(t.count) + "x" +
+           std::to_string(t.interval_s);
+  };
+  EXPECT_EQ(times(30000), "15+3x5");  // the default --dist-timeout: ~30 s
+  EXPECT_EQ(times(600000), "300+3x100");
+  EXPECT_EQ(times(45000), "23+3x8");
+  EXPECT_EQ(times(300), "1+3x1");  // TCP's floor: whole seconds
+  EXPECT_EQ(times(0), "1+3x1");
+}
+
 TEST(TcpSocket, KeepAliveSetsTheProbeTimes) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

@@ -129,6 +129,15 @@ StatusOr<int> connectWithRetry(const std::string& addr, uint16_t port, Clock::ti
   }
 }
 
+KeepAliveTimes keepAliveWithin(std::chrono::milliseconds timeout) {
+  const int64_t ms = std::max<int64_t>(0, timeout.count());
+  KeepAliveTimes t;
+  t.count = 3;
+  t.idle_s = static_cast<int>(std::clamp<int64_t>((ms / 2 + 500) / 1000, 1, 86400));
+  t.interval_s = static_cast<int>(std::clamp<int64_t>((ms / 6 + 500) / 1000, 1, 86400));
+  return t;
+}
+
 Status enableKeepAlive(int fd, int idle_s, int interval_s, int count) {
   const int one = 1;
   const struct {

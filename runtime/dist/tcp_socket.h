@@ -32,6 +32,15 @@ StatusOr<std::string> localAddressToward(const std::string& host);
 /// without closing it (power loss, a cut link) is then noticed within idle + interval x
 /// count seconds instead of never. Errors name the option.
 Status enableKeepAlive(int fd, int idle_s, int interval_s, int count);
+/// Keep-alive times (enableKeepAlive's) that fail a silent connection about `timeout` after
+/// it went quiet: idle for half of it, then 3 probes a sixth of it apart, in whole seconds
+/// and at least 1 each (TCP counts in seconds). 30 s gives 15 + 3 x 5.
+struct KeepAliveTimes {
+  int idle_s = 0;
+  int interval_s = 0;
+  int count = 0;
+};
+KeepAliveTimes keepAliveWithin(std::chrono::milliseconds timeout);
 /// A connected non-blocking socket to `addr`:`port` (numeric IPv4), retrying with backoff
 /// (10 ms doubling to 500 ms) until `deadline`, since the peer may not listen yet.
 StatusOr<int> connectWithRetry(const std::string& addr, uint16_t port, Clock::time_point deadline);

@@ -18,12 +18,6 @@ namespace {
 
 using Clock = StepChannel::Clock;
 
-/// Keep-alive of the step channel: 15 s idle, then 3 probes 5 s apart (~30 s, the
-/// collective timeout's order).
-constexpr int kKeepAliveIdleS = 15;
-constexpr int kKeepAliveIntervalS = 5;
-constexpr int kKeepAliveCount = 3;
-
 /// The rank's options from the worker's.
 StatusOr<RankOptions> rankOptions(const TpWorkerOptions& o) {
   RankOptions r;
@@ -140,9 +134,11 @@ Status runTpWorker(const TpWorkerOptions& o) {
       o.master_addr, static_cast<uint16_t>(port), Clock::now() + o.timeout);
   if (!channel.ok()) return channel.status().withPrefix(who);
   // The channel idles between requests; a rank 0 host that vanishes without closing it
-  // (another node's) ends this worker within ~30 s instead of never.
-  INGOT_RETURN_IF_ERROR(tcp_socket::enableKeepAlive((*channel)->fd(), kKeepAliveIdleS,
-                                                    kKeepAliveIntervalS, kKeepAliveCount)
+  // (another node's) ends this worker about a timeout (--dist-timeout) after it went
+  // quiet instead of never.
+  const tcp_socket::KeepAliveTimes keep_alive = tcp_socket::keepAliveWithin(o.timeout);
+  INGOT_RETURN_IF_ERROR(tcp_socket::enableKeepAlive((*channel)->fd(), keep_alive.idle_s,
+                                                    keep_alive.interval_s, keep_alive.count)
                             .withPrefix(who + ": step channel"));
   INGOT_RETURN_IF_ERROR((*channel)->send(StepCommand::kHello, encodeHello(hello),
                                          Clock::now() + o.timeout));
