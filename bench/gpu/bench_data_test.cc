@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <iostream>
 #include <numeric>
 #include <random>
 #include <set>
@@ -18,15 +17,10 @@
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cpu/thread_pool.h"
+#include "runtime/base/test_seed.h"
 
 namespace ingot::bench {
 namespace {
-
-uint64_t freshSeed() {
-  const uint64_t seed = std::random_device{}();
-  std::cout << "seed " << seed << "\n";
-  return seed;
-}
 
 TEST(BenchData, Bf16RoundsToNearestEvenAndRoundTrips) {
   EXPECT_EQ(toBf16(1.0f), 0x3f80);
@@ -39,7 +33,7 @@ TEST(BenchData, Bf16RoundsToNearestEvenAndRoundTrips) {
 }
 
 TEST(BenchData, RandomValuesAreReproducibleUniformAndSeedDependent) {
-  const uint64_t seed = freshSeed();
+  const uint64_t seed = ingot::testing::testSeed();
   std::vector<uint16_t> a(1 << 20, 0xFFFF), b(1 << 20, 0), c(1 << 20, 0);
   fillRandomBf16(a, seed);
   fillRandomBf16(b, seed);
@@ -64,7 +58,7 @@ TEST(BenchData, RandomValuesAreReproducibleUniformAndSeedDependent) {
 }
 
 TEST(BenchData, LayoutGivesEveryRequestDistinctShuffledBlocks) {
-  const uint64_t seed = freshSeed();
+  const uint64_t seed = ingot::testing::testSeed();
   StatusOr<PagedLayout> l = makePagedLayout(5, 100, 3, 7, seed);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->maxBlocks, 7);
@@ -90,7 +84,7 @@ TEST(BenchData, LayoutRejectsImpossibleShapesNamingThem) {
 }
 
 TEST(BenchData, ReferenceRowMatchesCpuPagedAttentionWithTheCausalRegion) {
-  const uint64_t seed = freshSeed();
+  const uint64_t seed = ingot::testing::testSeed();
   constexpr int kHeads = 8, kKvHeads = 2, kD = 64;
   constexpr float kQueryAmplitude = 8.0f;  // peaked softmax, as the benchmark uses
   StatusOr<PagedLayout> l = makePagedLayout(3, 70, 5, 4, seed);

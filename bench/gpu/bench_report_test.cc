@@ -7,11 +7,13 @@
 #include <cmath>
 #include <random>
 
+#include "runtime/base/test_seed.h"
+
 namespace ingot::bench {
 namespace {
 
 TEST(BenchReport, CausalFlopsAreHalfOfTwoDenseMatmulsPerHead) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   for (int i = 0; i < 20; ++i) {
     const int64_t b = 1 + rng() % 16, h = 1 + rng() % 64, s = 1 + rng() % 9000,
                   d = 16 * (1 + rng() % 16);
@@ -42,7 +44,7 @@ TEST(BenchReport, PrefillBatchKeepsTokensInFlightConstant) {
 }
 
 TEST(BenchReport, MedianOfOddAndEvenCountsAndRejectsMissingTimings) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(ingot::testing::testSeed());
   for (int n = 1; n < 30; ++n) {
     std::vector<double> v(n);
     for (double &x : v) x = 0.01 + std::uniform_real_distribution<double>(0, 5)(rng);

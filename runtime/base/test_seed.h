@@ -31,6 +31,8 @@ inline uint32_t testSeed() {
   } else {
     seed = std::random_device{}();
   }
+  // In the XML report too (--gtest_output=xml), and printed for ctest's log.
+  ::testing::Test::RecordProperty("ingot_test_seed", std::to_string(seed));
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   std::cout << "INGOT_TEST_SEED=" << seed;
   if (test != nullptr) std::cout << " (" << test->test_suite_name() << "." << test->name() << ")";

@@ -50,7 +50,9 @@ struct CollectiveCall {
 /// Device pointers are host pointers on the fake driver, so the data can be read here.
 class RecordingCommunicator final : public Communicator {
  public:
-  RecordingCommunicator(int rank, int world, void* blas) : rank_(rank), world_(world) {
+  /// `seed`: the other ranks' random contributions (drawn from the test's seed).
+  RecordingCommunicator(int rank, int world, void* blas, uint32_t seed)
+      : rng(seed), rank_(rank), world_(world) {
     gemm_count_ = reinterpret_cast<int (*)()>(::dlsym(blas, "fakeCublasLtCallCount"));
     gemm_output_ = reinterpret_cast<void* (*)(int)>(::dlsym(blas, "fakeCublasLtCallOutput"));
   }
@@ -83,7 +85,7 @@ class RecordingCommunicator final : public Communicator {
   size_t fail_at = 0;
   /// What the other ranks contribute to a gather (unset: random values).
   std::function<float(int rank)> other_count;
-  std::mt19937 rng{ingot::testing::testSeed()};
+  std::mt19937 rng;
 
  private:
   CollectiveCall& record(bool gather, const float* in, float* out, int64_t n) {
@@ -153,7 +155,7 @@ class CudaBackendTpFakeTest : public FakeCudaTest {
 
 TEST_F(CudaBackendTpFakeTest, RankRunsCollectivesInOrderOnTheGemmOutputsAndRearrangesTheHead) {
   build();
-  RecordingCommunicator comm(1, 2, blas_);
+  RecordingCommunicator comm(1, 2, blas_, rng());
   StatusOr<std::unique_ptr<CudaBackend>> made = rank(1, &comm);
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaBackend& b = **made;
@@ -215,7 +217,7 @@ TEST_F(CudaBackendTpFakeTest, RankRunsCollectivesInOrderOnTheGemmOutputsAndRearr
 
 TEST_F(CudaBackendTpFakeTest, CommunicatorFailureNamesTheStepAndBadInputsReachNoCollective) {
   build();
-  RecordingCommunicator comm(0, 2, blas_);
+  RecordingCommunicator comm(0, 2, blas_, rng());
   StatusOr<std::unique_ptr<CudaBackend>> made = rank(0, &comm);
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaBackend& b = **made;
@@ -242,7 +244,7 @@ TEST_F(CudaBackendTpFakeTest, CommunicatorFailureNamesTheStepAndBadInputsReachNo
 
 TEST_F(CudaBackendTpFakeTest, KvPoolIsTheLeastAnyRankHasRoomFor) {
   build();
-  RecordingCommunicator comm(0, 2, blas_);
+  RecordingCommunicator comm(0, 2, blas_, rng());
   const int64_t theirs = 100 + static_cast<int64_t>(rng() % 900);
   comm.other_count = [&](int) { return static_cast<float>(theirs); };
   StatusOr<std::unique_ptr<CudaBackend>> made = rank(0, &comm, 0);
@@ -253,7 +255,7 @@ TEST_F(CudaBackendTpFakeTest, KvPoolIsTheLeastAnyRankHasRoomFor) {
   EXPECT_EQ(comm.calls[0].n, 1);
   EXPECT_GT(comm.calls[0].input[0], static_cast<float>(theirs)) << "this rank's own count";
   // A rank without room (0 blocks) fails the others naming it.
-  RecordingCommunicator starved(0, 2, blas_);
+  RecordingCommunicator starved(0, 2, blas_, rng());
   starved.other_count = [](int) { return 0.0f; };
   made = rank(0, &starved, 0);
   ASSERT_FALSE(made.ok());
@@ -265,7 +267,7 @@ TEST_F(CudaBackendTpFakeTest, RankWithAnFp8KvCacheWritesAndReadsItsOwnKvHeadInFp
   // own per-block-head scales, so the fp8 write needs nothing from the other rank.
   o.kv_dtype = schema::DType::F8E4M3FN;
   build();
-  RecordingCommunicator comm(1, 2, blas_);
+  RecordingCommunicator comm(1, 2, blas_, rng());
   StatusOr<std::unique_ptr<CudaBackend>> made = rank(1, &comm);
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaBackend& b = **made;
@@ -294,7 +296,7 @@ TEST_F(CudaBackendTpFakeTest, RankWithAnFp8KvCacheWritesAndReadsItsOwnKvHeadInFp
 
 TEST_F(CudaBackendTpFakeTest, GroupMismatchesAreRefusedNamingBothSides) {
   build();
-  RecordingCommunicator four(0, 4, blas_);
+  RecordingCommunicator four(0, 4, blas_, rng());
   StatusOr<std::unique_ptr<CudaBackend>> made = rank(0, &four);
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.status().message().find("4 ranks"), std::string::npos) << made.status().message();
@@ -302,7 +304,7 @@ TEST_F(CudaBackendTpFakeTest, GroupMismatchesAreRefusedNamingBothSides) {
   made = rank(0, nullptr);
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.status().message().find("communicator"), std::string::npos) << made.status().message();
-  RecordingCommunicator one(1, 2, blas_);
+  RecordingCommunicator one(1, 2, blas_, rng());
   made = rank(0, &one);
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.status().message().find("disagrees"), std::string::npos) << made.status().message();

@@ -67,8 +67,7 @@ double msSince(Clock::time_point t) {
 class TpFastFailure : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::TinyTpModel m =
-        testing::writeTinyTpModel(2, ingot::testing::testSeed(), kBlockSize, "fast-failure");
+    testing::TinyTpModel m = testing::writeTinyTpModel(2, seed_, kBlockSize, "fast-failure");
     path_ = m.path;
     ASSERT_FALSE(HasFailure());
     artifact_ = std::make_unique<Artifact>(std::move(m.artifact));
@@ -95,6 +94,8 @@ class TpFastFailure : public ::testing::Test {
 
   std::unique_ptr<Artifact> artifact_;
   DeafCommunicator* deaf = nullptr;
+  /// The test's seed: the model's weights (seed_), its tokens (seed_ + 1).
+  const uint32_t seed_ = ingot::testing::testSeed();
   std::string path_;
 };
 
@@ -325,7 +326,7 @@ TEST_F(TpFastFailure, HellosReadDuringRankZerosLoadLeaveTheGroupAsBefore) {
   EXPECT_EQ((*processes)->numKvBlocks(), (*threads)->numKvBlocks());
   EXPECT_EQ((*processes)->matrixBytes(), (*threads)->matrixBytes());
   EXPECT_EQ((*processes)->numThreads(), (*threads)->numThreads());
-  std::mt19937 rng(ingot::testing::testSeed());
+  std::mt19937 rng(seed_ + 1);
   const int vocab = static_cast<int>((*threads)->vocabSize());
   Sequence a, b;
   for (int i = 0; i < 7; ++i) a.tokens.push_back(static_cast<int32_t>(rng() % vocab));
