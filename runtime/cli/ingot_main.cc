@@ -50,8 +50,7 @@ void addTensorParallelLaunchFlags(CLI::App* app, ingot::TensorParallelLaunch& la
   app->add_option("--dist-timeout", launch.dist_timeout_s,
                   "--tp-mode processes: seconds any rank waits for the others (forming the "
                   "group, loading, each step) before failing; a rank seen to exit fails the "
-                  "others at once")
-      ->capture_default_str();
+                  "others at once (default 30)");
 }
 
 /// --device and --gpu-memory-utilization (ingot::backendFactoryFor()).

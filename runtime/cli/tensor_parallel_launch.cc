@@ -50,14 +50,17 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
       return invalidArgument(nodes + " needs a fixed --master-port (the other nodes must know it; "
                              "e.g. 29500)");
   }
-  if (!(launch.dist_timeout_s >= 0.1 && launch.dist_timeout_s <= 86400.0)) {
-    std::ostringstream got;
-    got << launch.dist_timeout_s;
-    return invalidArgument("--dist-timeout must be in [0.1, 86400] seconds, got " + got.str());
+  if (launch.dist_timeout_s) {
+    const double s = *launch.dist_timeout_s;
+    if (!(s >= 0.1 && s <= 86400.0)) {
+      std::ostringstream got;
+      got << s;
+      return invalidArgument("--dist-timeout must be in [0.1, 86400] seconds, got " + got.str());
+    }
+    if (launch.mode != "processes")
+      return invalidArgument("--dist-timeout needs --tp-mode processes (thread ranks share one "
+                             "process and have no peer to lose)");
   }
-  if (launch.mode != "processes" && launch.dist_timeout_s != TensorParallelLaunch().dist_timeout_s)
-    return invalidArgument("--dist-timeout needs --tp-mode processes (thread ranks share one "
-                           "process and have no peer to lose)");
   const bool master_given = !launch.master_addr.empty() || launch.master_port != 0;
   if (master_given && launch.mode != "processes")
     return invalidArgument("--master-addr / --master-port need --tp-mode processes (the "
@@ -70,7 +73,13 @@ Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::
 }
 
 std::chrono::milliseconds distTimeout(const TensorParallelLaunch& launch) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(launch.dist_timeout_s * 1000.0)));
+  if (!launch.dist_timeout_s) return kDefaultDistTimeout;
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(*launch.dist_timeout_s * 1000.0)));
+}
+
+std::string distTimeoutText(const TensorParallelLaunch& launch) {
+  const int64_t ms = distTimeout(launch).count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
 }
 
 BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first_gpu,
@@ -101,8 +110,8 @@ BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first
                 << (local == 2   ? std::string(" and rank 1")
                     : local > 2 ? " and ranks 1.." + std::to_string(local - 1)
                                 : std::string())
-                << " here; waiting up to " << launch.dist_timeout_s
-                << " s for the other nodes' ranks at " << o.master_addr
+                << " here; waiting up to " << distTimeoutText(launch)
+                << " for the other nodes' ranks at " << o.master_addr
                 << ":" << o.master_port << "\n";
     }
     StatusOr<std::unique_ptr<MultiProcessTpBackend>> b = MultiProcessTpBackend::create(artifact, o);

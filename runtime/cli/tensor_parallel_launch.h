@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -28,17 +29,22 @@ struct TensorParallelLaunch {
   int master_port = 0;
   /// --dist-timeout: the longest, in seconds, any rank waits for the others (forming the
   /// group, loading, each collective and step). A rank seen to die fails the others at
-  /// once; this bounds a rank that hangs or a host that vanishes. Processes mode only.
-  double dist_timeout_s = 30.0;
+  /// once; this bounds a rank that hangs or a host that vanishes. Processes mode only;
+  /// unset: kDefaultDistTimeout.
+  std::optional<double> dist_timeout_s;
 };
 
-/// TensorParallelLaunch::dist_timeout_s as a duration.
+inline constexpr std::chrono::milliseconds kDefaultDistTimeout{30000};
+
+/// TensorParallelLaunch::dist_timeout_s as a duration (the default when unset).
 std::chrono::milliseconds distTimeout(const TensorParallelLaunch& launch);
+/// distTimeout() for messages: "30 s", or "250 ms" when not whole seconds.
+std::string distTimeoutText(const TensorParallelLaunch& launch);
 
 /// Checks `launch` against the device: mode threads or processes; nnodes >= 1 and
 /// node_rank in [0, nnodes); the master flags only with processes; several hosts only with
 /// processes, --master-addr (not 0.0.0.0) and a fixed --master-port; --dist-timeout in
-/// [0.1, 86400] s, other than 30 s only with processes; processes on CUDA only
+/// [0.1, 86400] s and only with processes; processes on CUDA only
 /// in a build with CUDA ranks (cudaRanksBuilt()). Whether nnodes divides the world size is
 /// checked once the artifact is open.
 Status checkTensorParallelLaunch(const TensorParallelLaunch& launch, const std::string& device);

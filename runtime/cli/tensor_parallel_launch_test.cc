@@ -56,7 +56,7 @@ TEST(TensorParallelLaunch, RefusesEachBadFlagByName) {
         << bad;
   }
   l = TensorParallelLaunch();
-  l.dist_timeout_s = 5;
+  l.dist_timeout_s = 30;  // given, even at the default value
   EXPECT_NE(refusal(l).find("--dist-timeout needs --tp-mode processes"), std::string::npos);
   // CUDA ranks as processes: accepted where the build has them, else refused saying why.
   if (cudaRanksBuilt())
@@ -68,11 +68,16 @@ TEST(TensorParallelLaunch, RefusesEachBadFlagByName) {
 TEST(TensorParallelLaunch, DistTimeoutIsMillisecondsOfTheSecondsGiven) {
   TensorParallelLaunch l = processes();
   EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(30000));
+  EXPECT_EQ(distTimeoutText(l), "30 s");
   l.dist_timeout_s = 0.25;
   EXPECT_EQ(refusal(l), "ok");
   EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(250));
+  EXPECT_EQ(distTimeoutText(l), "250 ms");
   l.dist_timeout_s = 600;
   EXPECT_EQ(distTimeout(l), std::chrono::milliseconds(600000));
+  EXPECT_EQ(distTimeoutText(l), "600 s");
+  l.dist_timeout_s = 12345.67;
+  EXPECT_EQ(distTimeoutText(l), "12345670 ms");
 }
 
 TensorParallelLaunch twoNodes(int node_rank) {

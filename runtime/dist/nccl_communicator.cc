@@ -136,6 +136,7 @@ Status NcclCommunicator::init(TcpStoreClient& store) {
   Status s = waitAsync("init (waiting for all " + std::to_string(options_.world_size) +
                            " ranks to connect to rank 0)",
                        deadline, options_.join_probe);
+  options_.join_probe = nullptr;  // the init's only: it may refer to the caller's state
   if (!s.ok()) return breakGroup(s);
   return okStatus();
 }
@@ -230,13 +231,14 @@ Status NcclCommunicator::waitAsync(const std::string& what, Clock::time_point de
   Clock::time_point next_probe = Clock::now();
   INGOT_RETURN_IF_ERROR(pollUntil(deadline, finished, [&](bool& done) {
     if (broken_.load()) return groupStatus();
-    if (probe && Clock::now() >= next_probe) {
-      INGOT_RETURN_IF_ERROR(probe());
-      next_probe = Clock::now() + kProbeEvery;
-    }
     ncclResult_t r = nccl_->commGetAsyncError(comm_, &state);
     if (r != ncclSuccess) return internalError(nccl_->describe("ncclCommGetAsyncError", r, comm_));
     done = state != ncclInProgress;
+    // Asked only while still waiting, so a wait that just completed is never failed by it.
+    if (!done && probe && Clock::now() >= next_probe) {
+      INGOT_RETURN_IF_ERROR(probe());
+      next_probe = Clock::now() + kProbeEvery;
+    }
     return okStatus();
   }));
   if (!finished)

@@ -435,8 +435,18 @@ TEST(TcpSocket, KeepAliveTimesFollowTheTimeout) {
   EXPECT_EQ(times(30000), "15+3x5");  // the default --dist-timeout: ~30 s
   EXPECT_EQ(times(600000), "300+3x100");
   EXPECT_EQ(times(45000), "23+3x8");
+  EXPECT_EQ(times(86400000), "32767+3x14400");  // the longest --dist-timeout: Linux's cap
   EXPECT_EQ(times(300), "1+3x1");  // TCP's floor: whole seconds
   EXPECT_EQ(times(0), "1+3x1");
+  // The kernel takes the extremes.
+  for (int64_t ms : {int64_t{0}, int64_t{86400000}}) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    const tcp_socket::KeepAliveTimes t = tcp_socket::keepAliveWithin(std::chrono::milliseconds(ms));
+    const Status s = tcp_socket::enableKeepAlive(fd, t.idle_s, t.interval_s, t.count);
+    EXPECT_TRUE(s.ok()) << ms << " ms: " << s.message();
+    ::close(fd);
+  }
 }
 
 TEST(TcpSocket, KeepAliveSetsTheProbeTimes) {

@@ -133,8 +133,9 @@ KeepAliveTimes keepAliveWithin(std::chrono::milliseconds timeout) {
   const int64_t ms = std::max<int64_t>(0, timeout.count());
   KeepAliveTimes t;
   t.count = 3;
-  t.idle_s = static_cast<int>(std::clamp<int64_t>((ms / 2 + 500) / 1000, 1, 86400));
-  t.interval_s = static_cast<int>(std::clamp<int64_t>((ms / 6 + 500) / 1000, 1, 86400));
+  // Linux refuses TCP_KEEPIDLE and TCP_KEEPINTVL above 32767 s.
+  t.idle_s = static_cast<int>(std::clamp<int64_t>((ms / 2 + 500) / 1000, 1, 32767));
+  t.interval_s = static_cast<int>(std::clamp<int64_t>((ms / 6 + 500) / 1000, 1, 32767));
   return t;
 }
 

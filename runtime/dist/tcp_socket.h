@@ -34,7 +34,8 @@ StatusOr<std::string> localAddressToward(const std::string& host);
 Status enableKeepAlive(int fd, int idle_s, int interval_s, int count);
 /// Keep-alive times (enableKeepAlive's) that fail a silent connection about `timeout` after
 /// it went quiet: idle for half of it, then 3 probes a sixth of it apart, in whole seconds
-/// and at least 1 each (TCP counts in seconds). 30 s gives 15 + 3 x 5.
+/// at least 1 and at most 32767 each (TCP counts in seconds; Linux's limit). 30 s gives
+/// 15 + 3 x 5.
 struct KeepAliveTimes {
   int idle_s = 0;
   int interval_s = 0;

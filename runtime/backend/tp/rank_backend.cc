@@ -105,6 +105,7 @@ StatusOr<std::unique_ptr<RankBackend>> RankBackend::join(TcpStoreClient& store,
 #endif
   }
   r->communicator_ = inner;
+  r->options_.join_probe = nullptr;  // the join's only
   if (o.wrap_communicator) {
     r->wrapped_ = o.wrap_communicator(inner);
     if (r->wrapped_) r->communicator_ = r->wrapped_.get();

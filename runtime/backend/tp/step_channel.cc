@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/dist/tcp_socket.h"
 #include "runtime/dist/tcp_store_io.h"
 #include "schemas/region_bytecode.h"
 
@@ -410,23 +411,18 @@ StatusOr<std::unique_ptr<StepChannel>> StepChannelListener::accept(Clock::time_p
 
 StatusOr<std::unique_ptr<StepChannel>> connectStepChannel(const std::string& host, uint16_t port,
                                                           Clock::time_point deadline) {
-  INGOT_ASSIGN_OR_RETURN(sockaddr_in addr, ipv4(host, port));
+  INGOT_RETURN_IF_ERROR(ipv4(host, port).status());
   const std::string peer = "rank 0 at " + host + ":" + std::to_string(port);
-  std::chrono::milliseconds backoff(5);
-  for (;;) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return ioError(std::string("step channel: socket: ") + std::strerror(errno));
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      INGOT_RETURN_IF_ERROR(setNonBlocking(fd));
-      return std::make_unique<StepChannel>(fd, peer);
-    }
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    if (Clock::now() + backoff >= deadline)
-      return ioError("step channel: connecting to " + peer + ": " + why);
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  // Each attempt's connect is bounded by the deadline too (a vanished host would otherwise
+  // hold a blocking connect for the kernel's SYN retries, about two minutes).
+  StatusOr<int> fd = tcp_socket::connectWithRetry(host, port, deadline);
+  if (!fd.ok()) return fd.status().withPrefix("step channel: rank 0");
+  const Status nonblocking = setNonBlocking(*fd);
+  if (!nonblocking.ok()) {
+    ::close(*fd);
+    return nonblocking;
   }
+  return std::make_unique<StepChannel>(*fd, peer);
 }
 
 }  // namespace ingot

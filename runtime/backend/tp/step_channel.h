@@ -133,7 +133,8 @@ class StepChannelListener {
   std::string host_;
 };
 
-/// A worker's end: connects to `host`:`port` (numeric IPv4), retrying until `deadline`.
+/// A worker's end: connects to `host`:`port` (numeric IPv4), retrying until `deadline`
+/// (each attempt bounded by it as well).
 StatusOr<std::unique_ptr<StepChannel>> connectStepChannel(const std::string& host, uint16_t port,
                                                           StepChannel::Clock::time_point deadline);
 

@@ -55,9 +55,20 @@ Status MultiProcessTpBackend::exitedWorker(const std::string& when) {
 
 Status MultiProcessTpBackend::joinProbe(const Artifact& artifact) {
   INGOT_RETURN_IF_ERROR(exitedWorker("while the group formed"));
-  // No worker says hello before the group formed (it joins, then loads), so a connection
-  // waiting now is another node's notice of a rank's exit; it is sent whole at once.
-  return acceptHellos(artifact, Clock::now() + kReapGrace, -1);
+  // A connection waiting now is most likely another node's notice of a rank's exit, sent
+  // whole right after connecting; but a CPU rank that finished its own join may already be
+  // saying its hello. A hello is read only once bytes are there: a channel still silent
+  // after kReapGrace is kept for finishHellos, never failed here.
+  for (;;) {
+    StatusOr<std::unique_ptr<StepChannel>> channel = listener_->accept(Clock::now());
+    if (!channel.ok()) return okStatus();
+    pollfd data{(*channel)->fd(), POLLIN, 0};
+    if (::poll(&data, 1, static_cast<int>(kReapGrace.count())) <= 0) {
+      unhelloed_.push_back(std::move(channel).value());
+      continue;
+    }
+    INGOT_RETURN_IF_ERROR(readHello(artifact, std::move(channel).value(), Clock::now() + timeout_, -1));
+  }
 }
 
 Status MultiProcessTpBackend::readHello(const Artifact& artifact,

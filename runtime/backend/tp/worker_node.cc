@@ -219,10 +219,11 @@ StatusOr<int> runWorkerNode(const WorkerNodeOptions& o, std::ostream& log) {
           << pids[i] << ") " << describeExit(status)
           << (running > 0 ? "; stopping this node's other ranks" : "") << "\n"
           << std::flush;
-      noticeExit(o, step_port, first + static_cast<int>(i), pids[i], describeExit(status));
       give_up = std::chrono::steady_clock::now() + kStopGrace;
       for (size_t j = 0; j < pids.size(); ++j)
         if (!done[j]) ::kill(pids[j], SIGTERM);
+      // After the stop: the notice may take up to kNoticeDeadline (rank 0's host gone).
+      noticeExit(o, step_port, first + static_cast<int>(i), pids[i], describeExit(status));
     }
     if (std::chrono::steady_clock::now() >= give_up)
       for (size_t j = 0; j < pids.size(); ++j)
