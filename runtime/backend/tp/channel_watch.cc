@@ -7,55 +7,136 @@
 #include <cerrno>
 
 namespace ingot {
+namespace {
 
-ChannelWatch::ChannelWatch(std::vector<int> fds, short events,
-                           std::function<bool(size_t, short)> ready)
-    : fds_(std::move(fds)), events_(events), ready_(std::move(ready)) {
-  // Without a wake-up pipe (out of descriptors) the watch does nothing: the caller's own
+void writeByte(int fd) {
+  if (fd < 0) return;
+  const char byte = 1;
+  ssize_t ignored = ::write(fd, &byte, 1);
+  (void)ignored;
+}
+
+void drain(int fd) {
+  char buffer[64];
+  while (fd >= 0 && ::read(fd, buffer, sizeof(buffer)) > 0) {
+  }
+}
+
+}  // namespace
+
+ChannelWatcher::ChannelWatcher() {
+  // Without its pipes (out of descriptors) the watcher does nothing: the caller's own
   // bounded waits still end the step, only later.
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
     wake_[0] = wake_[1] = -1;
     return;
   }
+  if (::pipe2(stop_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    stop_[0] = stop_[1] = -1;
+    return;
+  }
   thread_ = std::thread([this] { run(); });
 }
 
-ChannelWatch::~ChannelWatch() {
-  stop_.store(true);
-  if (wake_[1] >= 0) {
-    const char byte = 1;
-    ssize_t ignored = ::write(wake_[1], &byte, 1);
-    (void)ignored;
+ChannelWatcher::~ChannelWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+    stopping_.store(true);
   }
+  writeByte(wake_[1]);
+  writeByte(stop_[1]);
   if (thread_.joinable()) thread_.join();
-  if (wake_[0] >= 0) ::close(wake_[0]);
-  if (wake_[1] >= 0) ::close(wake_[1]);
+  for (int fd : {wake_[0], wake_[1], stop_[0], stop_[1]})
+    if (fd >= 0) ::close(fd);
 }
 
-void ChannelWatch::run() {
-  std::vector<bool> watching(fds_.size(), true);
+void ChannelWatcher::arm(std::vector<int> fds, short events,
+                         std::function<bool(size_t, short)> ready) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_written_) drain(stop_[0]);  // no `ready` runs: the last disarm waited for it
+    stop_written_ = false;
+    stopping_.store(false);
+    fds_ = std::move(fds);
+    watching_.assign(fds_.size(), true);
+    events_ = events;
+    ready_ = std::move(ready);
+    armed_ = true;
+    ++generation_;
+  }
+  writeByte(wake_[1]);  // the thread polls the new descriptors from now on
+}
+
+void ChannelWatcher::disarm() {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_.store(true);
+  if (running_) {
+    // A `ready` that waits on a peer polls stopFd(): let it return, and wait for it.
+    writeByte(stop_[1]);
+    stop_written_ = true;
+    idle_.wait(lock, [&] { return !running_; });
+  }
+  armed_ = false;
+  ++generation_;
+  ready_ = nullptr;
+}
+
+void ChannelWatcher::run() {
   std::vector<pollfd> polled;
   std::vector<size_t> index;
-  while (!stop_.load()) {
-    polled.clear();
-    index.clear();
-    polled.push_back({wake_[0], POLLIN, 0});
-    for (size_t i = 0; i < fds_.size(); ++i)
-      if (watching[i] && fds_[i] >= 0) {
-        polled.push_back({fds_[i], events_, 0});
-        index.push_back(i);
-      }
+  std::vector<size_t> done;
+  for (;;) {
+    uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (quit_) return;
+      generation = generation_;
+      polled.assign(1, {wake_[0], POLLIN, 0});
+      index.clear();
+      if (armed_)
+        for (size_t i = 0; i < fds_.size(); ++i)
+          if (watching_[i] && fds_[i] >= 0) {
+            polled.push_back({fds_[i], events_, 0});
+            index.push_back(i);
+          }
+    }
     const int n = ::poll(polled.data(), polled.size(), -1);
     if (n < 0 && errno != EINTR) return;
-    if (stop_.load() || polled[0].revents) return;
+    if (polled[0].revents) drain(wake_[0]);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (quit_) return;
+    // Disarmed, or armed anew, since the poll began: its events are not this watch's.
+    if (!armed_ || generation != generation_ || stopping_.load()) continue;
+    running_ = true;
+    lock.unlock();
+    done.clear();
     for (size_t k = 1; k < polled.size(); ++k) {
       const short got = polled[k].revents;
       if (!got) continue;
       // POLLNVAL: the descriptor was closed under the watch; nothing more to learn there.
-      if ((got & POLLNVAL) || !ready_(index[k - 1], got)) watching[index[k - 1]] = false;
-      if (stop_.load()) return;
+      if ((got & POLLNVAL) || !ready_(index[k - 1], got)) done.push_back(index[k - 1]);
+      if (stopping_.load()) break;
     }
+    lock.lock();
+    for (size_t i : done) watching_[i] = false;
+    running_ = false;
+    idle_.notify_all();
   }
 }
+
+ChannelWatch::ChannelWatch(std::vector<int> fds, short events,
+                           std::function<bool(size_t, short)> ready)
+    : own_(std::make_unique<ChannelWatcher>()), watcher_(own_.get()) {
+  watcher_->arm(std::move(fds), events, std::move(ready));
+}
+
+ChannelWatch::ChannelWatch(ChannelWatcher& watcher, std::vector<int> fds, short events,
+                           std::function<bool(size_t, short)> ready)
+    : watcher_(&watcher) {
+  watcher_->arm(std::move(fds), events, std::move(ready));
+}
+
+ChannelWatch::~ChannelWatch() { watcher_->disarm(); }
 
 }  // namespace ingot

@@ -3,6 +3,7 @@
 // interrupted read.
 #include "runtime/backend/tp/channel_watch.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -58,6 +59,86 @@ void writeAllBytes(int fd, const uint8_t* data, size_t n) {
     data += k;
     n -= static_cast<size_t>(k);
   }
+}
+
+/// Waits (up to 2 s) for `count` to reach `want`; returns the count then.
+int countReaching(const std::atomic<int>& count, int want) {
+  const auto give_up = Clock::now() + std::chrono::seconds(2);
+  while (count.load() < want && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  return count.load();
+}
+
+TEST(ChannelWatcher, OneThreadServesManyWatchesAndNoneIsCalledAfterItEnds) {
+  int a[2], b[2];
+  ASSERT_EQ(::pipe2(a, O_CLOEXEC | O_NONBLOCK), 0);
+  ASSERT_EQ(::pipe2(b, O_CLOEXEC | O_NONBLOCK), 0);
+  ChannelWatcher watcher;
+  std::atomic<int> calls{0};
+  std::atomic<int> late{0};
+  std::atomic<bool> in_scope{false};
+  for (int step = 0; step < 300; ++step) {
+    // Alternate the watched descriptor; a byte written before the watch starts is seen.
+    const int watched = step % 2 == 0 ? a[0] : b[0];
+    const int writer = step % 2 == 0 ? a[1] : b[1];
+    if (step % 3 == 0) ASSERT_EQ(::write(writer, "x", 1), 1);
+    const int before = calls.load();
+    {
+      in_scope = true;
+      ChannelWatch watch(watcher, {watched}, POLLIN, [&](size_t i, short) {
+        if (!in_scope.load()) ++late;
+        EXPECT_EQ(i, 0u);
+        char byte;
+        EXPECT_EQ(::read(watched, &byte, 1), 1);
+        ++calls;
+        return true;  // consumed: keep watching
+      });
+      if (step % 3 != 0) ASSERT_EQ(::write(writer, "y", 1), 1);
+      ASSERT_EQ(countReaching(calls, before + 1), before + 1) << "step " << step;
+      in_scope = false;
+    }
+    // Between watches: bytes on either descriptor reach nobody.
+    ASSERT_EQ(::write(a[1], "z", 1), 1);
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    char drained[8];
+    EXPECT_EQ(::read(a[0], drained, sizeof(drained)), 1) << "step " << step;
+  }
+  EXPECT_EQ(calls.load(), 300);
+  EXPECT_EQ(late.load(), 0);
+  for (int fd : {a[0], a[1], b[0], b[1]}) ::close(fd);
+}
+
+TEST(ChannelWatcher, EndingAWatchStopsAReadyThatWaitsOnAPeer) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  ChannelWatcher watcher;
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<bool> entered{false};
+    std::atomic<bool> saw_stop{false};
+    Clock::time_point ended;
+    {
+      ChannelWatch watch(watcher, {p[0]}, POLLIN, [&](size_t, short) {
+        entered = true;
+        // A peer that never finishes its frame: only the stop descriptor ends the wait.
+        pollfd stop{watch.stopFd(), POLLIN, 0};
+        saw_stop = ::poll(&stop, 1, 10000) == 1 && watch.stopping();
+        return false;
+      });
+      ASSERT_EQ(::write(p[1], "x", 1), 1);
+      const auto give_up = Clock::now() + std::chrono::seconds(2);
+      while (!entered.load() && Clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ASSERT_TRUE(entered.load());
+      ended = Clock::now();
+    }
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - ended).count();
+    EXPECT_TRUE(saw_stop.load()) << "round " << round;
+    EXPECT_LT(ms, 1000.0) << "the watch's end must not wait for the peer";
+    char byte;
+    ASSERT_EQ(::read(p[0], &byte, 1), 1);
+  }
+  ::close(p[0]);
+  ::close(p[1]);
 }
 
 TEST(ChannelWatch, PartialFrameThenStallDoesNotHoldTheDestructorAndTheFrameSurvives) {

@@ -119,6 +119,7 @@ Status MultiProcessTpBackend::start(const Artifact& artifact, const MultiProcess
   g.nnodes = o.nnodes;
   g.wrap_communicator = o.wrap_rank0_communicator;
   watch_workers_ = o.watch_workers.value_or(o.first_gpu >= 0);
+  if (watch_workers_) watcher_ = std::make_unique<ChannelWatcher>();
   // A worker that exits before joining (a bad binary, a bad flag, a crash on another
   // node) fails the join at once.
   g.join_probe = [this, &artifact] { return joinProbe(artifact); };
@@ -240,7 +241,7 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
     std::vector<int> channels;
     for (int r = 1; r <= workers; ++r) channels.push_back(workers_[r - 1].channel->fd());
     // `ready` runs on the watch's thread, which starts after the stop pipe exists.
-    ChannelWatch watch(channels, POLLIN, [&](size_t i, short) {
+    ChannelWatch watch(*watcher_, channels, POLLIN, [&](size_t i, short) {
       const Status lost = collect(static_cast<int>(i) + 1, watch.stopFd());
       if (!lost.ok() && lostEarly.ok()) lostEarly = lost;
       return false;  // one answer per worker and call

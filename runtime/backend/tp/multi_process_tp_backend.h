@@ -21,6 +21,8 @@
 
 namespace ingot {
 
+class ChannelWatcher;
+
 class TcpStoreServer;
 class TcpStoreClient;
 
@@ -186,6 +188,7 @@ class MultiProcessTpBackend final : public Backend {
   uint64_t matrix_bytes_ = 0;
   Status failure_;
   bool watch_workers_ = false;  // MultiProcessTpOptions::watch_workers, resolved
+  std::unique_ptr<ChannelWatcher> watcher_;  // the steps' watch thread, when watch_workers_
 };
 
 }  // namespace ingot

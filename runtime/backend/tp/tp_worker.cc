@@ -147,6 +147,10 @@ Status runTpWorker(const TpWorkerOptions& o) {
   std::vector<float> logits;
   std::vector<uint8_t> payload;
   const bool watchRank0 = o.watch_rank0.value_or(o.gpu >= 0);
+  // One watch thread for every command (a thread per command would cost more than a
+  // decode step's host work).
+  std::unique_ptr<ChannelWatcher> watcher;
+  if (watchRank0) watcher = std::make_unique<ChannelWatcher>();
   for (;;) {
     StepCommand command{};
     Status got = (*channel)->receive(&command, &payload, Clock::time_point::max());
@@ -158,7 +162,7 @@ Status runTpWorker(const TpWorkerOptions& o) {
       // Rank 0 sends nothing while this rank runs a command, so its channel closing then
       // means rank 0 died: abort this rank's group at once (NCCL would otherwise keep this
       // rank inside a collective until the timeout).
-      ChannelWatch watch({(*channel)->fd()}, POLLRDHUP, [&](size_t, short) {
+      ChannelWatch watch(*watcher, {(*channel)->fd()}, POLLRDHUP, [&](size_t, short) {
         (*self)->communicator().abort(failedPrecondition(
             who + ": rank 0's step channel closed during a step (rank 0 exited?)"));
         return false;
