@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
+#include <chrono>
 
 namespace ingot {
 namespace {
@@ -55,6 +57,7 @@ void ChannelWatcher::arm(std::vector<int> fds, short events,
                          std::function<bool(size_t, short)> ready) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    assert(!armed_ && "one ChannelWatch at a time per ChannelWatcher");
     if (stop_written_) drain(stop_[0]);  // no `ready` runs: the last disarm waited for it
     stop_written_ = false;
     stopping_.store(false);
@@ -69,17 +72,22 @@ void ChannelWatcher::arm(std::vector<int> fds, short events,
 }
 
 void ChannelWatcher::disarm() {
-  std::unique_lock<std::mutex> lock(mu_);
-  stopping_.store(true);
-  if (running_) {
-    // A `ready` that waits on a peer polls stopFd(): let it return, and wait for it.
-    writeByte(stop_[1]);
-    stop_written_ = true;
-    idle_.wait(lock, [&] { return !running_; });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stopping_.store(true);
+    if (running_) {
+      // A `ready` that waits on a peer polls stopFd(): let it return, and wait for it.
+      writeByte(stop_[1]);
+      stop_written_ = true;
+      idle_.wait(lock, [&] { return !running_; });
+    }
+    armed_ = false;
+    ++generation_;
+    ready_ = nullptr;
   }
-  armed_ = false;
-  ++generation_;
-  ready_ = nullptr;
+  // The thread leaves its poll of this watch's descriptors: a blocked poll holds each
+  // file, so a socket closed between watches would otherwise stay open underneath.
+  writeByte(wake_[1]);
 }
 
 void ChannelWatcher::run() {
@@ -94,7 +102,7 @@ void ChannelWatcher::run() {
       generation = generation_;
       polled.assign(1, {wake_[0], POLLIN, 0});
       index.clear();
-      if (armed_)
+      if (armed_ && !stopping_.load())  // ending: nothing more for this watch
         for (size_t i = 0; i < fds_.size(); ++i)
           if (watching_[i] && fds_[i] >= 0) {
             polled.push_back({fds_[i], events_, 0});
@@ -102,7 +110,14 @@ void ChannelWatcher::run() {
           }
     }
     const int n = ::poll(polled.data(), polled.size(), -1);
-    if (n < 0 && errno != EINTR) return;
+    if (n < 0) {
+      // EINTR: again. ENOMEM (transient): again shortly. Anything else is a bug here; the
+      // watcher stops watching (callers' own bounded waits still end their calls).
+      if (errno == EINTR) continue;
+      if (errno != ENOMEM) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     if (polled[0].revents) drain(wake_[0]);
     std::unique_lock<std::mutex> lock(mu_);
     if (quit_) return;

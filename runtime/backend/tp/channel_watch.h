@@ -18,8 +18,7 @@ namespace ingot {
 /// The thread behind ChannelWatch, kept for as long as its owner lives, so that a rank
 /// that watches its channels during every step pays no thread start per step (about 40 µs
 /// on a small VM; arming and ending a watch here costs a write and two lock round trips).
-/// One ChannelWatch at a time may use it. Idle, it polls only its wake-up pipe (and,
-/// until it next wakes, the descriptors of the last watch, whose events it then ignores).
+/// One ChannelWatch at a time may use it. Idle, it polls only its wake-up pipe.
 class ChannelWatcher {
  public:
   ChannelWatcher();

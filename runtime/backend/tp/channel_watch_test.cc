@@ -99,7 +99,7 @@ TEST(ChannelWatcher, OneThreadServesManyWatchesAndNoneIsCalledAfterItEnds) {
     }
     // Between watches: bytes on either descriptor reach nobody.
     ASSERT_EQ(::write(a[1], "z", 1), 1);
-    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     char drained[8];
     EXPECT_EQ(::read(a[0], drained, sizeof(drained)), 1) << "step " << step;
   }

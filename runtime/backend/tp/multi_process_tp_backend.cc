@@ -240,7 +240,7 @@ Status MultiProcessTpBackend::runEverywhere(StepCommand command,
   if (watch_workers_) {
     std::vector<int> channels;
     for (int r = 1; r <= workers; ++r) channels.push_back(workers_[r - 1].channel->fd());
-    // `ready` runs on the watch's thread, which starts after the stop pipe exists.
+    // `ready` runs on the kept watcher's thread, only while `watch` lives.
     ChannelWatch watch(*watcher_, channels, POLLIN, [&](size_t i, short) {
       const Status lost = collect(static_cast<int>(i) + 1, watch.stopFd());
       if (!lost.ok() && lostEarly.ok()) lostEarly = lost;
