@@ -13,6 +13,7 @@
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/worker_node.h"
+#include "runtime/base/duration_text.h"
 #include "runtime/engine/engine.h"
 
 namespace ingot {
@@ -78,8 +79,7 @@ std::chrono::milliseconds distTimeout(const TensorParallelLaunch& launch) {
 }
 
 std::string distTimeoutText(const TensorParallelLaunch& launch) {
-  const int64_t ms = distTimeout(launch).count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+  return durationText(distTimeout(launch));
 }
 
 BackendFactory processRanksFactory(const TensorParallelLaunch& launch, int first_gpu,

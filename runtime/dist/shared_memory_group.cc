@@ -7,6 +7,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "runtime/base/duration_text.h"
 #endif
 
 namespace ingot {
@@ -107,10 +109,6 @@ std::string SharedMemoryGroup::label(const Call& call) const {
   return std::string(name) + " #" + std::to_string(call.seq);
 }
 
-std::string SharedMemoryGroup::timeoutText() const {
-  const int64_t ms = timeout_.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
-}
 
 Status SharedMemoryGroup::arrive(int rank, uint64_t& passed, const Call& call, bool first) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -170,7 +168,7 @@ Status SharedMemoryGroup::arrive(int rank, uint64_t& passed, const Call& call, b
     for (int r = 0; r < world_size_; ++r)
       if (!arrived_[r]) missing += (count++ ? ", " : "") + std::to_string(r);
     breakLocked(failedPrecondition(label(calls_[rank]) + ": rank" + (count > 1 ? "s " : " ") +
-                                   missing + " did not arrive within " + timeoutText()));
+                                   missing + " did not arrive within " + durationText(timeout_)));
   }
   // A rendezvous that completed stays complete even if the group broke afterwards.
   if (completed_.load(std::memory_order_acquire) >= target) {

@@ -66,7 +66,6 @@ class SharedMemoryGroup {
   /// Breaks the group with `error` unless broken already; mu_ must be held.
   void breakLocked(Status error);
   std::string label(const Call& call) const;
-  std::string timeoutText() const;
 
   Status allReduceSum(int rank, uint64_t& passed, uint64_t seq, float* data, int64_t n);
   Status allGather(int rank, uint64_t& passed, uint64_t seq, const float* in, int64_t n,

@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include "runtime/base/duration_text.h"
 #include "runtime/dist/tcp_store.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -263,10 +264,6 @@ std::string ShmProcessGroup::label(Kind kind, uint64_t seq) const {
   return "collective #" + std::to_string(seq);
 }
 
-std::string ShmProcessGroup::timeoutText() const {
-  const int64_t ms = options_.timeout.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
-}
 
 void ShmProcessGroup::wakeAll() {
   header_->futex.fetch_add(1, std::memory_order_seq_cst);
@@ -382,7 +379,7 @@ Status ShmProcessGroup::waitAll(uint64_t target, const std::string& label, bool 
         if (slot(r).arrived.load(std::memory_order_acquire) < target)
           missing += (count++ ? ", " : "") + std::to_string(r);
       breakGroup(failedPrecondition(label + ": rank" + (count > 1 ? "s " : " ") + missing +
-                                    " did not arrive within " + timeoutText()));
+                                    " did not arrive within " + durationText(options_.timeout)));
       return groupStatus();
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();

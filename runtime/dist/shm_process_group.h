@@ -95,7 +95,6 @@ class ShmProcessGroup final : public Communicator {
   Status waitAll(uint64_t target, const std::string& label, bool joining);
   void breakGroup(const Status& error);
   std::string label(Kind kind, uint64_t seq) const;
-  std::string timeoutText() const;
   void wakeAll();
 
   const int rank_;

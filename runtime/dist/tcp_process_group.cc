@@ -13,6 +13,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/base/duration_text.h"
 #include "runtime/dist/tcp_socket.h"
 #include "runtime/dist/tcp_store.h"
 
@@ -53,10 +54,6 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 24, "the wire header is 24 bytes on every host");
 
-std::string timeoutText(std::chrono::milliseconds t) {
-  return t.count() % 1000 == 0 ? std::to_string(t.count() / 1000) + " s"
-                               : std::to_string(t.count()) + " ms";
-}
 
 }  // namespace
 
@@ -189,7 +186,7 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
     StatusOr<std::vector<uint8_t>> value = store.get(prefix + std::to_string(r), left);
     if (!value.ok())
       return failedPrecondition(what + ": " + describePeer(r) + " did not join within " +
-                                timeoutText(options_.timeout) + " (" +
+                                durationText(options_.timeout) + " (" +
                                 value.status().message() + ")");
     std::istringstream in(std::string(value->begin(), value->end()));
     auto peer = std::make_unique<Peer>();
@@ -267,7 +264,7 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
       for (int r = rank_ + 1; r < world_size_; ++r)
         if (!peers_[r]) missing += (count++ ? ", " : "") + describePeer(r);
       return failedPrecondition(what + ": " + missing +
-                                " did not connect within " + timeoutText(options_.timeout));
+                                " did not connect within " + durationText(options_.timeout));
     }
   }
   for (int r = rank_ + 1; r < world_size_; ++r) INGOT_RETURN_IF_ERROR(readPeer(r));
@@ -441,7 +438,7 @@ Status TcpProcessGroup::run(Exchange& ex, Kind kind, uint64_t seq, int64_t n,
         if (r != rank_ && !(ex.legs[r].recvDone() && ex.legs[r].sendDone()))
           missing += (count++ ? ", " : "") + describePeer(r);
       return breakGroup(failedPrecondition(what + ": " + missing + " did not arrive within " +
-                                           timeoutText(options_.timeout)));
+                                           durationText(options_.timeout)));
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/worker_process.h"
+#include "runtime/base/duration_text.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {
@@ -21,10 +22,6 @@ namespace {
 /// How long the other ranks of a node get to exit on their own after one failed.
 constexpr std::chrono::milliseconds kStopGrace{2000};
 
-std::string timeoutText(std::chrono::milliseconds t) {
-  return t.count() % 1000 == 0 ? std::to_string(t.count() / 1000) + " s"
-                               : std::to_string(t.count()) + " ms";
-}
 
 /// How long the notice of a rank's exit may take to reach rank 0's step listener.
 constexpr std::chrono::milliseconds kNoticeDeadline{1000};
@@ -149,7 +146,7 @@ StatusOr<int> runWorkerNode(const WorkerNodeOptions& o, std::ostream& log) {
       TcpStoreClient::connect(o.master_addr, o.master_port, o.timeout);
   if (!store.ok())
     return store.status().withPrefix(node + ": node 0's store did not answer within " +
-                                     timeoutText(o.timeout) + " (is node 0 started, with the same "
+                                     durationText(o.timeout) + " (is node 0 started, with the same "
                                      "--master-addr and --master-port?)");
   StatusOr<std::vector<uint8_t>> spec = (*store)->get(workerSpecKey(o.group), o.timeout);
   if (!spec.ok()) return spec.status().withPrefix(node + ": reading rank 0's worker spec");
