@@ -17,19 +17,6 @@ const std::map<std::string, std::string> &embeddedHeaders() {
   return headers;
 }
 
-/// The header's text without `#pragma once` and without includes of other kernel headers
-/// (the translation unit inlines those itself, in dependency order).
-std::string inlined(const std::string &path) {
-  std::istringstream in(embeddedKernelHeader(path));
-  std::string out = "// ---- " + path + "\n";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("#pragma once", 0) == 0 || line.rfind("#include \"codegen/", 0) == 0)
-      continue;
-    out += line + "\n";
-  }
-  return out;
-}
-
 const char *dtypeName(AttentionDtype dtype) {
   return dtype == AttentionDtype::kF32 ? "f32" : "bf16";
 }
@@ -67,18 +54,18 @@ std::string prelude(const std::string &variantText, const std::string &variantNa
   for (const char *path :
        {"codegen/cuda/kernels/region_operands.h", "codegen/cuda/kernels/region_ops.h",
         "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/e4m3.cuh",
-        "codegen/cuda/kernels/kv_fp8.cuh",
+        "codegen/cuda/kernels/kv_fp8.cuh", "codegen/cuda/kernels/ptx.cuh",
         "codegen/cuda/kernels/paged_decode.cuh",
         "codegen/cuda/kernels/paged_prefill.cuh"})
-    src += inlined(path);
+    src += inlinedKernelHeader(path);
   if (!variantName.empty()) {
-    src += "// ---- variant " + variantName + "\n";
+    src += generatedSection("variant " + variantName);
     std::istringstream in(variantText);
     for (std::string line; std::getline(in, line);)
       if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
         src += line + "\n";
   }
-  return src + "// ---- kernels\n";
+  return src + generatedSection("kernels");
 }
 
 std::string decodeKernel(const std::string &variantName, const DecodeInstance &in) {
@@ -127,6 +114,21 @@ const std::string &embeddedKernelHeader(const std::string &path) {
   static const std::string empty;
   auto it = embeddedHeaders().find(path);
   return it == embeddedHeaders().end() ? empty : it->second;
+}
+
+std::string inlinedKernelHeader(const std::string &path) {
+  std::istringstream in(embeddedKernelHeader(path));
+  std::string out = "// ---- " + path + "\n#line 1 \"" + path + "\"\n";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#pragma once", 0) == 0 || line.rfind("#include \"codegen/", 0) == 0)
+      line.clear();  // kept as an empty line: the numbering stays the header's
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string generatedSection(const std::string &what) {
+  return "// ---- " + what + "\n#line 1 \"<generated: " + what + ">\"\n";
 }
 
 std::string decodeKernelName(const std::string &variant, const DecodeInstance &instance) {

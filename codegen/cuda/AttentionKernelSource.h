@@ -90,4 +90,14 @@ StatusOr<std::string> attentionKernelUnit(const std::string &variantText,
 /// an empty string when there is none.
 const std::string &embeddedKernelHeader(const std::string &path);
 
+/// The header's text as a translation unit inlines it: a "// ---- <path>" marker and a
+/// `#line 1 "<path>"` directive, then its lines with `#pragma once` and the includes of
+/// other kernel headers blanked (the unit inlines those itself, in dependency order), so
+/// NVRTC's messages and the SIMT emulator's diagnostics name the header and its own lines.
+std::string inlinedKernelHeader(const std::string &path);
+
+/// The marker and `#line` directive that start a unit's generated part (`what`, e.g.
+/// "entry points"), after its inlined headers.
+std::string generatedSection(const std::string &what);
+
 } // namespace ingot::codegen

@@ -1,8 +1,6 @@
 //===- FusedOpsSource.cpp - CUDA translation unit of the fused elementwise kernels ---===//
 #include "codegen/cuda/FusedOpsSource.h"
 
-#include <sstream>
-
 namespace ingot::codegen {
 namespace {
 
@@ -111,14 +109,8 @@ std::string fusedOpsSource(const std::vector<FusedOp> &ops,
     paths.push_back("codegen/cuda/kernels/e4m3.cuh");  // kv_fp8.cuh's codec, included first
     paths.push_back("codegen/cuda/kernels/kv_fp8.cuh");
   }
-  for (const std::string &path : paths) {
-    src += "// ---- " + path + "\n";
-    std::istringstream in(embeddedKernelHeader(path));
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
-        src += line + "\n";
-  }
-  return src + "// ---- entry points\n" + entries;
+  for (const std::string &path : paths) src += inlinedKernelHeader(path);
+  return src + generatedSection("entry points") + entries;
 }
 
 } // namespace ingot::codegen

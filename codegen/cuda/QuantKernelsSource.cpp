@@ -83,14 +83,9 @@ std::string quantGemvSource(const std::vector<QuantGemvKernel> &kernels) {
                     "codegen/cuda/QuantKernelsSource).\n";
   // The headers in include order; their #include lines of each other are dropped.
   for (const char *header : {"codegen/cuda/kernels/e4m3.cuh", "codegen/cuda/kernels/quant_gemv.cuh",
-                             "codegen/cuda/kernels/quant_gemm.cuh"}) {
-    src += std::string("// ---- ") + header + "\n";
-    std::istringstream in(embeddedKernelHeader(header));
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
-        src += line + "\n";
-  }
-  src += "// ---- entry points\n";
+                             "codegen/cuda/kernels/quant_gemm.cuh"})
+    src += inlinedKernelHeader(header);
+  src += generatedSection("entry points");
   for (const QuantGemvKernel &k : kernels.empty() ? allQuantGemvKernels() : kernels) {
     // An int4 entry point traps when launched with another scale type than its own.
     const std::string guard =

@@ -1,8 +1,6 @@
 //===- W8a8KernelsSource.cpp - CUDA translation unit of the W8A8 FP8 helpers ---===//
 #include "codegen/cuda/W8a8KernelsSource.h"
 
-#include <sstream>
-
 #include "codegen/cuda/AttentionKernelSource.h"
 
 namespace ingot::codegen {
@@ -11,32 +9,17 @@ std::vector<std::string> w8a8KernelNames() {
   return {kFp8QuantizeRowsKernel, kFp8ScaleEpilogueKernel};
 }
 
-namespace {
-
-/// The text of an embedded kernel header without its #pragma once and project includes
-/// (the unit concatenates those headers itself).
-std::string headerBody(const char *path) {
-  std::string out = std::string("// ---- ") + path + "\n";
-  std::istringstream in(embeddedKernelHeader(path));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("#pragma once", 0) != 0 && line.rfind("#include \"codegen/", 0) != 0)
-      out += line + "\n";
-  return out;
-}
-
-} // namespace
-
 std::vector<std::string> fp8ProducerKernelNames() {
   return {kFp8RmsNormQuantKernel, kFp8SiluMulQuantKernel};
 }
 
 std::string fp8ProducersSource() {
   std::string src = "// W8A8 quantizing producers (assembled by codegen/cuda/W8a8KernelsSource).\n";
-  src += headerBody("codegen/cuda/kernels/fused_ops.cuh");
-  src += headerBody("codegen/cuda/kernels/e4m3.cuh");
-  src += headerBody("codegen/cuda/kernels/fp8_w8a8.cuh");
-  src += headerBody("codegen/cuda/kernels/fp8_producers.cuh");
-  src += "// ---- entry points\n";
+  src += inlinedKernelHeader("codegen/cuda/kernels/fused_ops.cuh");
+  src += inlinedKernelHeader("codegen/cuda/kernels/e4m3.cuh");
+  src += inlinedKernelHeader("codegen/cuda/kernels/fp8_w8a8.cuh");
+  src += inlinedKernelHeader("codegen/cuda/kernels/fp8_producers.cuh");
+  src += generatedSection("entry points");
   src += std::string("extern \"C\" __global__ void __launch_bounds__(ingot::w8a8::kW8a8Threads) ") +
          kFp8RmsNormQuantKernel +
          "(ingot::w8a8::RmsNormQuantParams p) {\n  ingot::w8a8::rmsNormQuant(p);\n}\n";
@@ -48,9 +31,9 @@ std::string fp8ProducersSource() {
 
 std::string w8a8Source() {
   std::string src = "// W8A8 FP8 helper kernels (assembled by codegen/cuda/W8a8KernelsSource).\n";
-  src += headerBody("codegen/cuda/kernels/e4m3.cuh");
-  src += headerBody("codegen/cuda/kernels/fp8_w8a8.cuh");
-  src += "// ---- entry points\n";
+  src += inlinedKernelHeader("codegen/cuda/kernels/e4m3.cuh");
+  src += inlinedKernelHeader("codegen/cuda/kernels/fp8_w8a8.cuh");
+  src += generatedSection("entry points");
   src += std::string("extern \"C\" __global__ void __launch_bounds__(ingot::w8a8::kW8a8Threads) ") +
          kFp8QuantizeRowsKernel +
          "(ingot::w8a8::QuantizeRowsParams p) {\n  ingot::w8a8::quantizeRows(p);\n}\n";

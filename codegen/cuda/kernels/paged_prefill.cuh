@@ -16,6 +16,7 @@
 
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/paged_decode.cuh"
+#include "codegen/cuda/kernels/ptx.cuh"
 #include "codegen/cuda/kernels/region_ops.h"
 
 namespace ingot {
@@ -38,15 +39,7 @@ template <> struct PrefillTile<128> {
 };
 constexpr int kPrefillThreads = 128;
 
-/// D = A(16x16 bf16, row) * B(16x8 bf16, col) + C, f32 accumulators.
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+using ptx::mma16816;
 
 __device__ __forceinline__ unsigned packBf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo in the low half
