@@ -15,6 +15,15 @@ StatusOr<std::vector<CudaBinary>> compileCudaCached(const std::string &source,
   const std::string version = "nvrtc " + nvrtcVersionString();
   std::vector<CudaBinary> binaries;
   for (const std::string &target : targets) {
+    if (isSimtTarget(target)) {  // no compile: the binary is the text
+      StatusOr<std::vector<CudaBinary>> image = compileCuda(source, name, {target}, options);
+      if (!image.ok())
+        return image.status();
+      binaries.push_back(std::move(image->front()));
+      if (stats)
+        ++stats->fromCache;  // nothing was compiled
+      continue;
+    }
     bool hit = false;
     std::string storeError;
     StatusOr<std::vector<uint8_t>> data = cache.getOrCompute(

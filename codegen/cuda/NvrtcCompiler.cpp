@@ -5,6 +5,8 @@
 
 #include <nvrtc.h>
 
+#include "core/simt/emulator.h"
+
 namespace ingot::codegen {
 namespace {
 
@@ -30,6 +32,16 @@ std::string programLog(nvrtcProgram program) {
 StatusOr<CudaBinary> compileOne(const std::string &source, const std::string &name,
                                 const std::string &target,
                                 const std::vector<std::string> &extraOptions) {
+  if (isSimtTarget(target)) {
+    if (!extraOptions.empty())
+      return invalidArgument("the simt target of '" + name + "' takes no NVRTC options");
+    CudaBinary binary;
+    binary.target = target;
+    binary.isSource = true;
+    const std::string image = std::string(simt::kSimtImageMagic) + source;
+    binary.data.assign(image.begin(), image.end());
+    return binary;
+  }
   ProgramPtr program(new nvrtcProgram(nullptr));
   nvrtcResult rc = nvrtcCreateProgram(program.get(), source.c_str(), name.c_str(), 0,
                                       nullptr, nullptr);
@@ -85,6 +97,8 @@ StatusOr<std::vector<CudaBinary>> compileCuda(const std::string &source,
   }
   return binaries;
 }
+
+bool isSimtTarget(const std::string &target) { return target == simt::kSimtTarget; }
 
 std::vector<std::string> nvrtcBaseOptions() {
   return {"-std=c++17", "-I" INGOT_CUDA_INCLUDE_DIR, "--use_fast_math"};

@@ -1,5 +1,6 @@
 //===- NvrtcCompilerTest.cpp - every default target compiles, no GPU needed -===//
 #include "codegen/cuda/NvrtcCompiler.h"
+#include "core/simt/emulator.h"
 
 #include <cstring>
 #include <string>
@@ -28,7 +29,12 @@ TEST(NvrtcCompilerTest, CompilesEveryDefaultTarget) {
   ASSERT_EQ(binaries->size(), defaultCudaTargets().size());
   for (const CudaBinary &b : *binaries) {
     ASSERT_GT(b.data.size(), 16u) << b.target;
-    if (b.isPtx) {
+    if (b.isSource) {
+      // The SIMT emulator's image: its magic, then the translation unit as it is.
+      EXPECT_EQ(b.target, "simt");
+      EXPECT_EQ(std::string(b.data.begin(), b.data.end()),
+                std::string(simt::kSimtImageMagic) + kKernel);
+    } else if (b.isPtx) {
       std::string ptx(b.data.begin(), b.data.end());
       EXPECT_NE(ptx.find(".target sm_80"), std::string::npos) << ptx.substr(0, 400);
       EXPECT_NE(ptx.find(".entry scale_bf16"), std::string::npos);

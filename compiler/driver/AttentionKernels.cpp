@@ -17,11 +17,14 @@ namespace {
 
 /// The CUDA targets of `--cuda-targets all`, as in codegen/cuda/NvrtcCompiler.h (repeated
 /// here so a build without NVRTC still knows what "all" means when it refuses it).
-const std::vector<std::string> kAllTargets = {"sm_80",   "sm_89",   "sm_90a",
-                                              "sm_100f", "sm_120f", "compute_80"};
+const std::vector<std::string> kAllTargets = {"sm_80",   "sm_89",      "sm_90a", "sm_100f",
+                                              "sm_120f", "compute_80", "simt"};
 
-/// sm_XY or compute_XY with an optional a/f suffix, XY two or three digits.
+/// sm_XY or compute_XY with an optional a/f suffix, XY two or three digits; or "simt" (the
+/// source for the SIMT emulator).
 bool isTargetName(const std::string &t) {
+  if (t == "simt")
+    return true;
   size_t prefix = t.rfind("sm_", 0) == 0 ? 3 : t.rfind("compute_", 0) == 0 ? 8 : 0;
   if (prefix == 0)
     return false;
@@ -93,7 +96,7 @@ StatusOr<std::vector<std::string>> parseCudaTargets(const std::string &spec) {
     std::string t = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!isTargetName(t))
       return invalidArgument("--cuda-targets: '" + t +
-                             "' is not a CUDA target (sm_XY, sm_XYa, sm_XYf, compute_XY, ...; "
+                             "' is not a CUDA target (sm_XY, sm_XYa, sm_XYf, compute_XY, simt, ...; "
                              "or all, none)");
     if (std::find(targets.begin(), targets.end(), t) == targets.end())
       targets.push_back(t);

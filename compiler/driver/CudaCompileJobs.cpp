@@ -49,8 +49,9 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
       CompiledCudaUnit &out = compiled[j / numTargets];
       KernelBinary &binary = out.binaries[j % numTargets];
       binary.target = target;
-      binary.format = result->front().isPtx ? schema::BinaryFormat::Ptx
-                                            : schema::BinaryFormat::Cubin;
+      binary.format = result->front().isSource ? schema::BinaryFormat::Source
+                      : result->front().isPtx  ? schema::BinaryFormat::Ptx
+                                               : schema::BinaryFormat::Cubin;
       binary.data = std::move(result->front().data);
       out.fromCache += static_cast<size_t>(stats.fromCache);
       report.compiles += static_cast<size_t>(stats.compiled);

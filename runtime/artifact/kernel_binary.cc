@@ -65,6 +65,11 @@ StatusOr<const schema::KernelBinaryDef*> selectKernelBinary(const schema::Kernel
       std::string_view name = binary->target()->string_view();
       if (!available.empty()) available += ", ";
       available += displayName(binary->target());
+      if (gpu.emulated) {
+        if (binary->format() == schema::BinaryFormat::Source && name == "simt" && !best)
+          best = binary;
+        continue;
+      }
       std::optional<ParsedTarget> t = parseTarget(name);
       if (!t) continue;
       bool isCubin = binary->format() == schema::BinaryFormat::Cubin;
@@ -89,6 +94,11 @@ StatusOr<const schema::KernelBinaryDef*> selectKernelBinary(const schema::Kernel
     }
   }
   if (best) return best;
+  if (gpu.emulated)
+    return failedPrecondition("kernel '" + displayName(kernel.name()) +
+                              "' has no source for the SIMT emulator (target simt; compile the "
+                              "artifact again with this ingot); the artifact carries: " +
+                              (available.empty() ? std::string("nothing") : available));
   return failedPrecondition("kernel '" + displayName(kernel.name()) + "' has no binary for GPU " +
                             (gpu.name.empty() ? std::string("(unnamed)") : gpu.name) +
                             " (sm_" + std::to_string(gpu.major) + std::to_string(gpu.minor) +

@@ -216,7 +216,9 @@ void printKernels(const schema::Manifest& m, std::ostream& out) {
       for (const schema::KernelBinaryDef* b : *k->binaries())
         targets += fmt::format("{}{} ({}, {})", targets.empty() ? "" : ", ",
                                printable(b->target(), 16),
-                               b->format() == schema::BinaryFormat::Ptx ? "ptx" : "cubin",
+                               b->format() == schema::BinaryFormat::Ptx      ? "ptx"
+                               : b->format() == schema::BinaryFormat::Source ? "source"
+                                                                             : "cubin",
                                bytesText(count(b->data())));
     out << fmt::format("  {}: block {}, shared {} B, targets: {}\n", printable(k->name()),
                        listText(k->block_dim()), k->shared_mem_bytes(),

@@ -102,14 +102,18 @@ StatusOr<std::unique_ptr<KernelModules>> KernelModules::load(CudaDriver& driver,
         module = *jitted;
         ++(fromCache ? self->report_.ptx_from_cache : self->report_.ptx_jit);
       } else {
-        std::string image(bytes);  // a private, aligned copy of the mapped bytes
+        // A private, aligned copy of the mapped bytes (NUL-terminated: a "simt" binary is
+        // the emulator's source image, text).
+        std::string image(bytes);
+        const bool source = binary.format() == schema::BinaryFormat::Source;
         CUresult r = driver.moduleLoadData(&module, image.c_str());
         if (r != CUDA_SUCCESS) {
           module = nullptr;
-          return internalError(what + ": loading its " + target + " cubin on " +
-                               self->report_.gpu + ": " + driver.describe("cuModuleLoadData", r));
+          return internalError(what + ": loading its " + target + (source ? " source" : " cubin") +
+                               " on " + self->report_.gpu + ": " +
+                               driver.describe("cuModuleLoadData", r));
         }
-        ++self->report_.cubins;
+        ++(source ? self->report_.simt : self->report_.cubins);
       }
       self->modules_.push_back(module);
     }

@@ -35,6 +35,7 @@ struct KernelModuleOptions {
 /// JIT cache. `gpu` is "NVIDIA H200 (sm_90)".
 struct KernelLoadReport {
   int cubins = 0, ptx_jit = 0, ptx_from_cache = 0;
+  int simt = 0;  ///< source modules the SIMT emulator's driver built (emulated device)
   std::string gpu;
 };
 
