@@ -81,6 +81,8 @@ struct Gpu {
   int major = 0, minor = 0, sms = 0;
   std::string name;
 
+  GpuTarget target() const { return GpuTarget{major, minor, name, cu->emulated()}; }
+
   ~Gpu() {
     if (!cu) return;
     if (stream) cu->streamDestroy(stream);
@@ -441,8 +443,8 @@ int run(bool quick) {
                                       {AttentionDtype::kF32, kDecodeHeadDim, kGroup}},
                                      {{64, kGroup}, {128, kGroup}});
   if (!source.ok()) return fail(source.status());
-  StatusOr<CUmodule> module = loadAttentionModule(*gpu.cu, *source, "attention_bench",
-                                                  attentionTarget(gpu.major, gpu.minor, false));
+  StatusOr<CUmodule> module = loadKernelModule(*gpu.cu, *source, "attention_bench",
+                                               kernelTarget(gpu.target()));
   if (!module.ok()) return fail(module.status());
 
   const uint64_t seed = 0x1b07u;

@@ -1,6 +1,8 @@
 // NcclLibrary: NCCL and the CUDA stream calls it needs, opened with dlopen at run time.
 #include "runtime/dist/nccl_library.h"
 
+#include "runtime/backend/cuda/cuda_driver.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -50,12 +52,14 @@ StatusOr<std::shared_ptr<const NcclLibrary>> NcclLibrary::loadFrom(const std::st
     return unimplemented(path + " is NCCL " + versionText(lib->version_) + "; Ingot needs " +
                          versionText(kMinNcclVersion) + " or newer");
 
-  // NCCL itself needs the driver, so libcuda is loaded by now on any working machine.
-  lib->cuda_ = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // NCCL itself needs the driver, so libcuda is loaded by now on any working machine (the
+  // emulated CUDA stack is driver and NCCL in one library).
+  StatusOr<std::string> emulated = emulatedCudaLibrary();
+  const std::string cuda = emulated.ok() ? *emulated : "libcuda.so.1";
+  lib->cuda_ = ::dlopen(cuda.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->cuda_)
     return failedPrecondition(path + " opened, but NCCL needs the NVIDIA driver (" +
                               std::string(::dlerror()) + ")");
-  const std::string cuda = "libcuda.so.1";
   INGOT_RETURN_IF_ERROR(resolve(lib->cuda_, cuda, "cuStreamCreate", lib->streamCreate));
   INGOT_RETURN_IF_ERROR(resolve(lib->cuda_, cuda, "cuStreamQuery", lib->streamQuery));
   INGOT_RETURN_IF_ERROR(resolve(lib->cuda_, cuda, "cuStreamDestroy_v2", lib->streamDestroy));
@@ -70,6 +74,11 @@ StatusOr<std::shared_ptr<const NcclLibrary>> NcclLibrary::load() {
   std::lock_guard<std::mutex> lock(mu);
   if (loaded) return loaded;
 
+  if (StatusOr<std::string> emulated = emulatedCudaLibrary(); emulated.ok()) {
+    auto lib = loadFrom(*emulated);
+    if (!lib.ok()) return lib.status().withPrefix("the emulated NCCL (INGOT_CUDA_DRIVER=emulated)");
+    return loaded = *lib;
+  }
   if (const char* env = std::getenv("INGOT_NCCL_LIBRARY"); env && *env) {
     auto lib = loadFrom(env);
     if (!lib.ok())

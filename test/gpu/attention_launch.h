@@ -11,30 +11,9 @@
 #include "codegen/cuda/kernels/attention_params.h"
 #include "codegen/cuda/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_driver.h"
+#include "test/gpu/kernel_target.h"
 
 namespace ingot {
-
-/// The NVRTC target for a device of compute capability `major`.`minor`: its own cubin
-/// ("sm_90"), or with `viaPtx` the generic PTX ("compute_80") the driver JIT-compiles, which
-/// is the fallback path an artifact takes on a GPU it has no cubin for.
-inline std::string attentionTarget(int major, int minor, bool viaPtx) {
-  return viaPtx ? "compute_80" : "sm_" + std::to_string(major) + std::to_string(minor);
-}
-
-/// Compiles `source` (named `name` in NVRTC's diagnostics) for `target` and loads it into
-/// the current context.
-inline StatusOr<CUmodule> loadAttentionModule(CudaDriver &cu, const std::string &source,
-                                              const std::string &name, const std::string &target) {
-  StatusOr<std::vector<codegen::CudaBinary>> bin =
-      codegen::compileCuda(source, name + ".cu", {target});
-  if (!bin.ok()) return bin.status().withPrefix("NVRTC " + name + " for " + target);
-  std::vector<uint8_t> image = (*bin)[0].data;
-  image.push_back(0);  // PTX is loaded as a NUL-terminated string
-  CUmodule module = nullptr;
-  INGOT_RETURN_IF_ERROR(cu.check("cuModuleLoadData", cu.moduleLoadData(&module, image.data()))
-                            .withPrefix(name + " for " + target));
-  return module;
-}
 
 /// Grid and block shape of one kernel launch.
 struct LaunchGeometry {

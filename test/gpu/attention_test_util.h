@@ -70,11 +70,12 @@ class AttentionGpuTest : public ::testing::Test {
     if (driver && context) driver->primaryCtxRelease(device);
   }
 
-  /// Compiles `source` for this GPU (a cubin, or with `viaPtx` generic compute_80 PTX for
-  /// the JIT) and loads it; null, with a test failure, when either fails.
+  /// Compiles `source` for this GPU (kernelTarget: a cubin, with `viaPtx` generic compute_80
+  /// PTX for the JIT, the source on the SIMT emulator) and loads it; null, with a test
+  /// failure, when either fails.
   CUmodule load(const std::string& source, const std::string& name, bool viaPtx) {
-    StatusOr<CUmodule> module =
-        loadAttentionModule(*driver, source, name, attentionTarget(major, minor, viaPtx));
+    StatusOr<CUmodule> module = loadKernelModule(
+        *driver, source, name, kernelTarget(GpuTarget{major, minor, "", driver->emulated()}, viaPtx));
     EXPECT_TRUE(module.ok()) << module.status().message();
     return module.ok() ? *module : nullptr;
   }

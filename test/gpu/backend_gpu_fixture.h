@@ -15,6 +15,7 @@
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_driver.h"
 #include "runtime/base/test_seed.h"
 
 namespace ingot {
@@ -48,6 +49,8 @@ class BackendGpuTest : public ::testing::Test {
     }
     return diff / scale;
   }
+  /// Whether the CUDA device is the SIMT emulator (INGOT_CUDA_DRIVER=emulated).
+  static bool emulatedDevice() { return emulatedCudaLibrary().ok(); }
   /// `n` tokens drawn uniformly from the vocabulary.
   std::vector<int32_t> randomTokens(int n) {
     std::vector<int32_t> t(n);

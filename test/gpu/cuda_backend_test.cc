@@ -18,6 +18,7 @@
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/testing/w8a8_emulation.h"
 #include "test/gpu/backend_gpu_fixture.h"
+#include "test/gpu/kernel_target.h"
 
 namespace ingot {
 namespace {
@@ -210,6 +211,7 @@ TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
 }
 
 TEST_F(CudaBackendGpuTest, PtxJitPathGivesTheLogitsOfTheCubins) {
+  if (const char* why = noPtxJit(GpuTarget{0, 0, "", emulatedDevice()})) GTEST_SKIP() << why;
   auto cubin = cuda(16, false);
   auto ptx = cuda(16, true);
   ASSERT_TRUE(cubin && ptx);

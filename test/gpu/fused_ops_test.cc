@@ -23,6 +23,7 @@
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "runtime/base/test_seed.h"
+#include "test/gpu/kernel_target.h"
 
 namespace ingot {
 namespace {
@@ -70,9 +71,9 @@ class FusedOpsGpuTest : public ::testing::TestWithParam<std::tuple<bool, bool>> 
     ASSERT_TRUE(cu->check("cuDevicePrimaryCtxRetain", cu->primaryCtxRetain(&context, device)).ok());
     ASSERT_TRUE(cu->check("cuCtxSetCurrent", cu->ctxSetCurrent(context)).ok());
     bf16 = std::get<0>(GetParam());
-    const std::string target = std::get<1>(GetParam())
-                                   ? std::string("compute_80")
-                                   : "sm_" + std::to_string(major) + std::to_string(minor);
+    const GpuTarget gpu{major, minor, "", cu->emulated()};
+    if (std::get<1>(GetParam()) && noPtxJit(gpu)) GTEST_SKIP() << noPtxJit(gpu);
+    const std::string target = kernelTarget(gpu, std::get<1>(GetParam()));
     StatusOr<std::vector<codegen::CudaBinary>> bin =
         codegen::compileCuda(codegen::fusedOpsSource(), "fused_ops.cu", {target});
     ASSERT_TRUE(bin.ok()) << bin.status().message();

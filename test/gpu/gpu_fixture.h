@@ -28,6 +28,7 @@ class GpuFixture : public ::testing::Test {
     char name[256] = {};
     cu.deviceGetName(name, sizeof(name), device_);
     gpu_.name = name;
+    gpu_.emulated = cu.emulated();
     cu.deviceGetAttribute(&gpu_.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
     cu.deviceGetAttribute(&gpu_.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
     ASSERT_TRUE(cu.check("cuDevicePrimaryCtxRetain", cu.primaryCtxRetain(&context_, device_)).ok());

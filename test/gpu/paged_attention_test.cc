@@ -341,6 +341,7 @@ TEST_F(PagedAttentionGpuTest, DecodeMatchesCpuPagedAttentionThroughTheCubin) {
 }
 
 TEST_F(PagedAttentionGpuTest, DecodeMatchesCpuPagedAttentionThroughThePtxJit) {
+  if (driver->emulated()) GTEST_SKIP() << noPtxJit(GpuTarget{0, 0, "", true});
   for (const VariantCase &v : variantCases(16)) runDecode(v, true);
 }
 
@@ -349,6 +350,7 @@ TEST_F(PagedAttentionGpuTest, PrefillMatchesCpuPagedAttentionThroughTheCubin) {
 }
 
 TEST_F(PagedAttentionGpuTest, PrefillMatchesCpuPagedAttentionThroughThePtxJit) {
+  if (driver->emulated()) GTEST_SKIP() << noPtxJit(GpuTarget{0, 0, "", true});
   for (const VariantCase &v : variantCases(16)) runPrefill(v, true);
 }
 

@@ -104,8 +104,10 @@ TEST_P(QuantGemmGpuTest, PrefillTflopsAgainstCublasBf16) {
   ASSERT_TRUE(lt.ok()) << "no cuBLASLt for the reference: " << lt.status().message();
   const CUdeviceptr workspace = alloc(CublasLt::kWorkspaceBytes);
   std::mt19937 rng(11);
-  const int64_t N = 4096, K = 4096, maxT = 512;
-  const int reps = 20;
+  const int64_t N = sizeFor<int64_t>(gpu_, 4096, 256), K = N;
+  const std::vector<int64_t> rows = sizeFor<std::vector<int64_t>>(gpu_, {16, 32, 64, 128, 512}, {16, 64});
+  const int64_t maxT = rows.back();
+  const int reps = sizeFor(gpu_, 20, 1);
   CUevent start, stop;
   ASSERT_EQ(driver_->eventCreate(&start, 0), CUDA_SUCCESS);
   ASSERT_EQ(driver_->eventCreate(&stop, 0), CUDA_SUCCESS);
@@ -126,8 +128,8 @@ TEST_P(QuantGemmGpuTest, PrefillTflopsAgainstCublasBf16) {
   for (uint16_t &v : wb) v = f32ToBf16(normal(rng));
   const CUdeviceptr dx = upload(x.data(), x.size() * 4), dxb = upload(xb.data(), xb.size() * 2),
                     dwb = upload(wb.data(), wb.size() * 2), dy = alloc(maxT * N * 4);
-  std::printf("[ gpu ] %s, %s, N = K = %lld: TFLOP/s (2 T N K / time)\n", gpu_.name.c_str(),
-              image, static_cast<long long>(N));
+  std::printf("[ gpu ] %s, %s, N = K = %lld: TFLOP/s (2 T N K / time)%s\n", gpu_.name.c_str(),
+              image, static_cast<long long>(N), speedNote(gpu_));
   std::printf("[ gpu ] %-34s %5s %10s %10s %10s %8s\n", "kernel", "T", "gemm", "gemv",
               "cublas", "gemm/cb");
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
@@ -138,7 +140,7 @@ TEST_P(QuantGemmGpuTest, PrefillTflopsAgainstCublasBf16) {
     const QuantMatrix dm = toDevice(w);
     const CUfunction gemm = function(codegen::quantGemmKernelName(k));
     const CUfunction gemv = function(codegen::quantGemvKernelName(k));
-    for (int64_t T : {16, 32, 64, 128, 512}) {
+    for (int64_t T : rows) {
       const QuantGemvParams p = quantgemv::testing::gemvParams(
           dm, reinterpret_cast<const float *>(dx), K, nullptr, reinterpret_cast<float *>(dy), N, T);
       const double tGemm = time([&] { launchGemm(gemm, p); });

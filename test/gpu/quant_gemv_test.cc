@@ -78,11 +78,11 @@ TEST_P(QuantGemvGpuTest, EveryKernelMatchesTheCpuKernels) {
 TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
   // Measured for the cubin and for the PTX JIT alike: gpu-check.sh fails on any skip.
   std::mt19937 rng(7);
-  const int64_t N = 4096, K = 4096;
+  const int64_t N = sizeFor<int64_t>(gpu_, 4096, 256), K = N;
   // Launches rotate over copies spanning 512 MiB, so the weights stream from DRAM, not from
   // the L2 (50 MiB on an H200) that one 8 MiB matrix would stay in.
-  const size_t kSpan = size_t{512} << 20;
-  const int reps = 64;
+  const size_t kSpan = sizeFor(gpu_, size_t{512} << 20, size_t{1} << 20);
+  const int reps = sizeFor(gpu_, 64, 2);
   CUevent start, stop;
   ASSERT_EQ(driver_->eventCreate(&start, 0), CUDA_SUCCESS);
   ASSERT_EQ(driver_->eventCreate(&stop, 0), CUDA_SUCCESS);
@@ -104,7 +104,7 @@ TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
   });
   std::cout << "[ gpu ] " << gpu_.name << " device copy of " << copyBytes / 1024 << " KiB: "
             << 2.0 * copyBytes / copy / 1e9 << " GB/s (read + write), "
-            << copyBytes / copy / 1e9 << " GB/s read\n";
+            << copyBytes / copy / 1e9 << " GB/s read" << speedNote(gpu_) << "\n";
   const std::vector<float> x = quantgemv::testing::randomActivations(rng, 1, K, K);
   const CUdeviceptr dx = upload(x.data(), K * 4), dy = alloc(N * 4);
   for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
@@ -119,9 +119,9 @@ TEST_P(QuantGemvGpuTest, DecodeBandwidthAgainstADeviceCopy) {
                                                       K, nullptr, reinterpret_cast<float *>(dy), N, 1));
     const CUfunction fn = function(codegen::quantGemvKernelName(k));
     const double s = time([&](int i) { launchGemv(fn, params[i % copies]); });
-    std::cout << "[ gpu ] " << codegen::quantGemvKernelName(k) << " T=1 N=K=4096: " << s * 1e6
-              << " us, " << w.m.bytes() / s / 1e9 << " GB/s of weight bytes ("
-              << w.m.bytes() / 1024 << " KiB, " << copies << " copies)\n";
+    std::cout << "[ gpu ] " << codegen::quantGemvKernelName(k) << " T=1 N=K=" << N << ": "
+              << s * 1e6 << " us, " << w.m.bytes() / s / 1e9 << " GB/s of weight bytes ("
+              << w.m.bytes() / 1024 << " KiB, " << copies << " copies)" << speedNote(gpu_) << "\n";
   }
   driver_->eventDestroy(start);
   driver_->eventDestroy(stop);

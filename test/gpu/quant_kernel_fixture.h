@@ -14,6 +14,7 @@
 #include "codegen/cuda/NvrtcCompiler.h"
 #include "codegen/cuda/QuantGemvTestData.h"
 #include "codegen/cuda/QuantKernelsSource.h"
+#include "test/gpu/kernel_target.h"
 #include "test/gpu/gpu_fixture.h"
 
 namespace ingot {
@@ -37,9 +38,8 @@ class QuantKernelGpuTest : public GpuFixture, public ::testing::WithParamInterfa
   void SetUp() override {
     GpuFixture::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    const std::string target = GetParam() ? std::string("compute_80")
-                                          : "sm_" + std::to_string(gpu_.major) +
-                                                std::to_string(gpu_.minor);
+    if (GetParam() && noPtxJit(gpu_)) GTEST_SKIP() << noPtxJit(gpu_);
+    const std::string target = kernelTarget(gpu_, GetParam());
     StatusOr<std::vector<codegen::CudaBinary>> bin =
         codegen::compileCuda(codegen::quantGemvSource(), sourceName_, {target});
     ASSERT_TRUE(bin.ok()) << bin.status().message();

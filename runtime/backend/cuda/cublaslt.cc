@@ -1,6 +1,8 @@
 // CublasLt: the GEMMs of the CUDA backend through cuBLASLt, opened with dlopen at run time.
 #include "runtime/backend/cuda/cublaslt.h"
 
+#include "runtime/backend/cuda/cuda_driver.h"
+
 #include <cublasLt.h>
 #include <dlfcn.h>
 
@@ -83,6 +85,8 @@ StatusOr<std::unique_ptr<CublasLt>> CublasLt::load() {
   std::vector<std::string> candidates = {"libcublasLt.so.13", "libcublasLt.so.12"};
   const char* env = std::getenv("INGOT_CUBLASLT_LIBRARY");
   if (env && *env) candidates = {env};
+  // The emulated CUDA stack brings its own (computing) cuBLASLt.
+  if (StatusOr<std::string> emulated = emulatedCudaLibrary(); emulated.ok()) candidates = {*emulated};
   void* library = nullptr;
   std::string name, tried;
   for (const std::string& candidate : candidates) {

@@ -47,6 +47,7 @@ Status openDevice(CudaBackendState& s, int ordinal) {
   char name[256] = {0};
   INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetName", cu.deviceGetName(name, sizeof(name) - 1, s.device)));
   s.gpu.name = name;
+  s.gpu.emulated = cu.emulated();
   INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetAttribute",
       cu.deviceGetAttribute(&s.gpu.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s.device)));
   INGOT_RETURN_IF_ERROR(cu.check("cuDeviceGetAttribute",
@@ -541,8 +542,10 @@ std::string CudaBackend::describe() const {
          std::to_string(s.sms) + " SMs), weights " + gib(s.weight_device_bytes) + " on the GPU (" +
          std::to_string(s.upload_seconds).substr(0, 5) + " s), KV " + std::to_string(s.num_kv_blocks) +
          " blocks (" +
-         gib(s.kv_pool.bytes() + s.kv_scales.bytes()) + ", " + kvDtypeName(s.kv_dtype) + "), kernels " + std::to_string(k.cubins) + " cubin + " +
-         std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX" +
+         gib(s.kv_pool.bytes() + s.kv_scales.bytes()) + ", " + kvDtypeName(s.kv_dtype) + "), kernels " +
+         (k.simt > 0 ? std::to_string(k.simt) + " emulated from source (SIMT)"
+                     : std::to_string(k.cubins) + " cubin + " +
+                           std::to_string(k.ptx_jit + k.ptx_from_cache) + " PTX") +
          (s.world > 1 ? std::string(", tp rank ") + std::to_string(s.tp_rank) + " of " +
                             std::to_string(s.world) +
                             (s.stream_comm ? " (collectives on the compute stream)"

@@ -2,7 +2,9 @@
 #include "runtime/backend/cuda/cuda_driver.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -76,10 +78,11 @@ namespace {
 INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_CHECK_TYPE)
 #undef INGOT_CUDA_CHECK_TYPE
 // ... and every member is in the table (else it would stay null after load()): the class
-// holds exactly the table's function pointers plus the library handle.
+// holds exactly the table's function pointers plus the library handle and the emulated flag
+// (padded to a pointer).
 #define INGOT_CUDA_COUNT(member, api) +1
 static_assert(sizeof(CudaDriver) ==
-                  sizeof(void*) * (1 + (0 INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_COUNT))),
+                  sizeof(void*) * (2 + (0 INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_COUNT))),
               "a CudaDriver member is missing from INGOT_CUDA_DRIVER_ENTRY_POINTS");
 #undef INGOT_CUDA_COUNT
 
@@ -101,7 +104,39 @@ const std::vector<CudaDriverEntryPoint>& CudaDriver::entryPoints() {
   return table;
 }
 
+StatusOr<std::string> emulatedCudaLibrary() {
+  const char* choice = std::getenv("INGOT_CUDA_DRIVER");
+  if (!choice || std::string(choice) != "emulated")
+    return notFound("INGOT_CUDA_DRIVER is not \"emulated\"");
+  constexpr const char* kName = "libingot_cuda_emulated.so";
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    const std::string beside = dir + "/../lib/" + kName;
+    if (::access(beside.c_str(), R_OK) == 0) return beside;
+  }
+#ifdef INGOT_CUDA_EMULATED_LIBRARY
+  if (::access(INGOT_CUDA_EMULATED_LIBRARY, R_OK) == 0) return std::string(INGOT_CUDA_EMULATED_LIBRARY);
+#endif
+  return failedPrecondition(std::string("INGOT_CUDA_DRIVER=emulated: no ") + kName +
+                            " beside this binary (../lib) or in its build: build with "
+                            "-DINGOT_BUILD_SIMT=ON");
+}
+
 StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::load() {
+  if (const char* choice = std::getenv("INGOT_CUDA_DRIVER"); choice && *choice) {
+    std::string path = choice;
+    if (path == "emulated") {
+      StatusOr<std::string> emulated = emulatedCudaLibrary();
+      if (!emulated.ok()) return emulated.status();
+      path = *emulated;
+    }
+    StatusOr<std::unique_ptr<CudaDriver>> driver = loadFrom(path);
+    if (!driver.ok()) return driver.status().withPrefix(std::string("INGOT_CUDA_DRIVER=") + choice);
+    return driver;
+  }
   StatusOr<std::unique_ptr<CudaDriver>> driver = loadFrom("libcuda.so.1");
   if (!driver.ok() && driver.status().code() == StatusCode::kNotFound)
     return notFound("no NVIDIA driver on this machine (" + driver.status().message() + ")");
@@ -122,6 +157,7 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::loadFrom(const std::string& pa
   INGOT_RETURN_IF_ERROR(resolve(library, path, INGOT_CUDA_SYMBOL(api), d->member));
   INGOT_CUDA_DRIVER_ENTRY_POINTS(INGOT_CUDA_RESOLVE)
 #undef INGOT_CUDA_RESOLVE
+  d->emulated_ = ::dlsym(library, "ingotSimtEmulatedDriver") != nullptr;
   INGOT_RETURN_IF_ERROR(d->check("cuInit", d->init(0)));
   return d;
 }

@@ -18,12 +18,20 @@ struct CudaDriverEntryPoint {
   const char* symbol;  // e.g. "cuMemGetInfo_v2"
 };
 
+/// The emulated CUDA stack (driver, cuBLASLt and NCCL in one library over the SIMT emulator,
+/// runtime/backend/cuda/fake_libcuda.cc in its executing mode) when INGOT_CUDA_DRIVER is
+/// "emulated": its path, beside the running binary (../lib) or where this build put it.
+/// Nothing else selects it: a real run never falls back to emulation. NotFound when the
+/// variable is not "emulated"; an error when this build has no emulated stack.
+StatusOr<std::string> emulatedCudaLibrary();
+
 /// The driver entry points Ingot uses, resolved from libcuda.so.1 with dlopen. A machine
 /// without the NVIDIA driver gets an error from load(), never a failure to start. Every
 /// member is non-null after a successful load(); a driver missing one is an error naming it.
 class CudaDriver {
  public:
-  /// Opens libcuda.so.1 and calls cuInit(0).
+  /// Opens libcuda.so.1 and calls cuInit(0); with INGOT_CUDA_DRIVER=emulated the emulated
+  /// driver instead (emulatedCudaLibrary), with INGOT_CUDA_DRIVER=<path> that library.
   static StatusOr<std::unique_ptr<CudaDriver>> load();
   /// Same from the library at `path` (a fake driver in tests, a specific driver install).
   static StatusOr<std::unique_ptr<CudaDriver>> loadFrom(const std::string& path);
@@ -36,6 +44,8 @@ class CudaDriver {
   std::string describe(const char* call, CUresult result) const;
   /// Ok for CUDA_SUCCESS, else an error naming the call and the driver's message.
   Status check(const char* call, CUresult result) const;
+  /// Whether this is the SIMT emulator's driver (its kernels are "simt" source binaries).
+  bool emulated() const { return emulated_; }
 
   // Initialization, devices, contexts.
   decltype(&::cuInit) init = nullptr;
@@ -99,6 +109,7 @@ class CudaDriver {
  private:
   CudaDriver() = default;
   void* library_ = nullptr;
+  bool emulated_ = false;
 };
 
 }  // namespace ingot

@@ -5,6 +5,11 @@
 // computed on the host from its codes, so W8A8 tests check values). With a fill seed set, it
 // writes pseudo-random f32 values into D, so a test can follow them through the copies; a
 // matmul made while the fake libcuda captures a graph fills D when the graph is launched.
+//
+// Executing mode (INGOT_FAKE_CUDA_EXECUTING, in libingot_cuda_emulated.so with the emulated
+// driver): kernels run there, so every matmul is computed, bf16 and f32 as well as FP8, with
+// the descriptor's transposes, alpha and beta (f32 products and sums, as CUBLAS_COMPUTE_32F;
+// the order of the sums is not cuBLASLt's, so results differ from a GPU's by rounding).
 #include <cublasLt.h>
 #include <dlfcn.h>
 
@@ -12,9 +17,20 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+#include "runtime/backend/cuda/fake_libcuda.h"
+#endif
+
 namespace {
+
+/// The descriptor attributes the fake honours.
+struct FakeDesc {
+  cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+};
 
 struct FakeLayout {
   uint64_t rows, cols;
@@ -42,6 +58,67 @@ void fp8Matmul(const FakeLayout& a, const uint8_t* A, const FakeLayout& b, const
       D[n * d.ld + m] = static_cast<float>(alpha * sum);
     }
 }
+
+/// Element `i` of a matrix of `type` as f32 (bf16, f16 widened exactly; E4M3 decoded).
+inline float element(const void* data, cudaDataType type, uint64_t i) {
+  switch (type) {
+    case CUDA_R_32F: return static_cast<const float*>(data)[i];
+    case CUDA_R_16BF: {
+      const uint32_t bits = uint32_t{static_cast<const uint16_t*>(data)[i]} << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case CUDA_R_8F_E4M3: return static_cast<float>(e4m3Value(static_cast<const uint8_t*>(data)[i]));
+    default: return NAN;
+  }
+}
+
+/// One general matmul, column-major as cuBLASLt: D = alpha op(A) op(B) + beta C (C = D).
+struct Product {
+  FakeLayout a, b, d;
+  FakeDesc desc;
+  const void *A, *B;
+  float* D;
+  float alpha, beta;
+};
+void runProduct(void* arg) {
+  const Product& p = *static_cast<const Product*>(arg);
+  const uint64_t M = p.d.rows, N = p.d.cols;
+  const uint64_t K = p.desc.transa == CUBLAS_OP_N ? p.a.cols : p.a.rows;
+  // op(A) row m and op(B) column n as contiguous f32 vectors of K.
+  std::vector<float> bcols(N * K);
+  for (uint64_t n = 0; n < N; ++n)
+    for (uint64_t k = 0; k < K; ++k)
+      bcols[n * K + k] = element(p.B, p.b.type, p.desc.transb == CUBLAS_OP_N ? n * p.b.ld + k
+                                                                              : k * p.b.ld + n);
+  auto rows = [&](uint64_t begin, uint64_t end) {
+    std::vector<float> arow(K);
+    for (uint64_t m = begin; m < end; ++m) {
+      for (uint64_t k = 0; k < K; ++k)
+        arow[k] = element(p.A, p.a.type, p.desc.transa == CUBLAS_OP_N ? k * p.a.ld + m
+                                                                      : m * p.a.ld + k);
+      for (uint64_t n = 0; n < N; ++n) {
+        const float* bc = &bcols[n * K];
+        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        uint64_t k = 0;
+        for (; k + 8 <= K; k += 8)
+          for (int j = 0; j < 8; ++j) s[j] += arow[k + j] * bc[k + j];
+        for (; k < K; ++k) s[0] += arow[k] * bc[k];
+        const float dot = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        float& out = p.D[n * p.d.ld + m];
+        out = p.alpha * dot + (p.beta != 0.0f ? p.beta * out : 0.0f);
+      }
+    }
+  };
+  const unsigned threads = M * N * K >= (1u << 22) ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(rows, M * t / threads, M * (t + 1) / threads);
+  rows(0, M / threads);
+  for (std::thread& t : pool) t.join();
+}
+void releaseProduct(void* arg) { delete static_cast<Product*>(arg); }
 
 /// One FP8 matmul to run now or at a graph launch (its operands as cublasLtMatmul got them).
 struct Fp8Product {
@@ -143,15 +220,24 @@ const char* cublasLtGetStatusName(cublasStatus_t) { return "CUBLAS_STATUS_FAKE";
 const char* cublasLtGetStatusString(cublasStatus_t) { return "fake cuBLASLt status"; }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t,
                                         cudaDataType_t) {
-  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new int(0));
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new FakeDesc());
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  delete reinterpret_cast<int*>(desc);
+  delete reinterpret_cast<FakeDesc*>(desc);
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
-                                              const void*, size_t) {
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attribute,
+                                              const void* value, size_t bytes) {
+  auto* d = reinterpret_cast<FakeDesc*>(desc);
+  if (!d || !value) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attribute == CUBLASLT_MATMUL_DESC_TRANSA && bytes == sizeof(d->transa))
+    std::memcpy(&d->transa, value, bytes);
+  if (attribute == CUBLASLT_MATMUL_DESC_TRANSB && bytes == sizeof(d->transb))
+    std::memcpy(&d->transb, value, bytes);
+  if (attribute == CUBLASLT_MATMUL_DESC_EPILOGUE && bytes == sizeof(d->epilogue))
+    std::memcpy(&d->epilogue, value, bytes);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
@@ -196,9 +282,9 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t, c
   result->state = CUBLAS_STATUS_SUCCESS;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alpha, const void* A,
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t a, const void* B, cublasLtMatrixLayout_t b,
-                              const void*, const void*, cublasLtMatrixLayout_t, void* D,
+                              const void* beta, const void*, cublasLtMatrixLayout_t, void* D,
                               cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t*, void*, size_t,
                               cudaStream_t) {
   if (!A || !B || !D || !a || !b || !d) return CUBLAS_STATUS_INVALID_VALUE;
@@ -215,7 +301,26 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void
   }
   // The fake libcuda (when loaded) takes the work into the graph it is capturing.
   using DeferFn = int (*)(void (*)(void*), void*, void (*)(void*));
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  // Built into the emulated driver's own library: every matmul computed, in stream order.
+  static const DeferFn defer = fakeCudaDefer;
+  const auto* fd = reinterpret_cast<const FakeDesc*>(desc);
+  if (!fd || fd->epilogue != CUBLASLT_EPILOGUE_DEFAULT || ld->type != CUDA_R_32F ||
+      la->type != lb->type)
+    return CUBLAS_STATUS_NOT_SUPPORTED;  // what the backend never asks for
+  auto* product = new Product{*la, *lb, *ld, *fd, A, B, static_cast<float*>(D),
+                              *static_cast<const float*>(alpha),
+                              beta ? *static_cast<const float*>(beta) : 0.0f};
+  if (!defer(runProduct, product, releaseProduct)) {
+    runProduct(product);
+    releaseProduct(product);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+#else
+  (void)desc;
+  (void)beta;
   static const auto defer = reinterpret_cast<DeferFn>(::dlsym(RTLD_DEFAULT, "fakeCudaDefer"));
+#endif
   // FP8 (the W8A8 linears): computed on the host from the codes, at once or at the launch.
   if (la->type == CUDA_R_8F_E4M3 || lb->type == CUDA_R_8F_E4M3) {
     if (la->type != lb->type || ld->type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;

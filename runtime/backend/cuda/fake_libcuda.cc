@@ -10,10 +10,22 @@
 // while a capture is open are recorded into the graph too and run when it is launched, in
 // capture order, so a replay moves data as a real one would.
 // Shared with the fake libcuda + libnccl of runtime/dist (which adds cuStreamQuery).
+//
+// Executing mode (built with INGOT_FAKE_CUDA_EXECUTING: libingot_cuda_emulated.so, the driver
+// INGOT_CUDA_DRIVER=emulated selects): the device is the SIMT emulator (core/simt/emulator.h).
+// Device memory is the emulator's (filled with NaN bytes when allocated, checked in kernels);
+// a module is a "simt" source image, built for the CPU; a launch runs the kernel there, its
+// parameters copied as CUDA copies them, and a graph launch runs its captured kernels with
+// the parameters of their capture. A launch the emulator stops (an out-of-bounds access, a
+// divergent barrier, ...) prints its report and fails with CUDA_ERROR_LAUNCH_FAILED, and every
+// later launch and synchronization too (a sticky error, as a real context's). Events record
+// the host clock: work is synchronous, so elapsed times are the emulation's wall time.
 #include "runtime/backend/cuda/fake_libcuda.h"
 
 #include <cuda.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -22,15 +34,32 @@
 #include <string>
 #include <vector>
 
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+#include "core/simt/emulator.h"
+#endif
+
 namespace {
+
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+constexpr bool kExecuting = true;
+#else
+constexpr bool kExecuting = false;
+#endif
 
 struct FakeModule {
   std::string image;
   std::vector<void*> functions;
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  std::shared_ptr<ingot::simt::Module> simt;
+#endif
 };
 struct FakeFunction {
   FakeModule* module;
   std::string name;
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  std::shared_ptr<ingot::simt::Module> simt;  // kept alive by every launch that holds it
+  const ingot::simt::KernelEntry* kernel = nullptr;
+#endif
 };
 struct FakeLink {
   std::string ptx;
@@ -44,6 +73,14 @@ struct FakeLaunch {
   std::string name;
   unsigned dims[6];  // grid x, y, z, block x, y, z
   bool fromGraph;
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  /// What a captured launch runs at each graph launch: the kernel, its dynamic shared
+  /// memory and its parameters as they were when it was captured.
+  std::shared_ptr<ingot::simt::Module> simt;
+  const ingot::simt::KernelEntry* kernel = nullptr;
+  unsigned shared = 0;
+  std::shared_ptr<std::vector<std::vector<unsigned char>>> params;
+#endif
 };
 /// A captured graph: the launches and stream operations made while its capture was open,
 /// in order (an operation when `op` is set, else the launch).
@@ -66,6 +103,36 @@ std::vector<std::string> gLoadedImages;
 int gDriverVersion = 13000;
 /// The device's compute capability (9.0 unless a test sets another; reset restores it).
 int gCcMajor = 9, gCcMinor = 0;
+/// The first failed launch's error, returned by every later launch and synchronization.
+CUresult gSticky = CUDA_SUCCESS;
+
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+/// Runs a launch on the SIMT emulator; its error (and the report on stderr) when it fails.
+CUresult execute(const FakeLaunch& launch) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gSticky != CUDA_SUCCESS) return gSticky;
+  }
+  std::vector<void*> args;
+  for (std::vector<unsigned char>& p : *launch.params) args.push_back(p.data());
+  const ingot::simt::LaunchResult result = ingot::simt::launch(
+      *launch.simt, *launch.kernel, {launch.dims[0], launch.dims[1], launch.dims[2]},
+      {launch.dims[3], launch.dims[4], launch.dims[5]}, launch.shared, args.data());
+  if (result.ok) return CUDA_SUCCESS;
+  std::fprintf(stderr, "ingot emulated CUDA: %s failed:\n%s", launch.name.c_str(),
+               result.report().c_str());
+  if (!result.aborted) return CUDA_SUCCESS;  // races are reported; the kernel ran to its end
+  std::lock_guard<std::mutex> lock(gMutex);
+  gSticky = CUDA_ERROR_LAUNCH_FAILED;
+  return gSticky;
+}
+#endif
+
+/// The sticky error of a failed launch (CUDA_SUCCESS when none).
+CUresult sticky() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gSticky;
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -106,6 +173,7 @@ void fakeCudaReset() {
   gDriverVersion = 13000;
   gCcMajor = 9;
   gCcMinor = 0;
+  gSticky = CUDA_SUCCESS;
 }
 const FakeCudaStats* fakeCudaStats() { return &gStats; }
 int fakeCudaLaunchCount() {
@@ -151,17 +219,26 @@ CUresult cuDriverGetVersion(int* version) {
 CUresult cuDeviceGetCount(int* count) { *count = 1; return CUDA_SUCCESS; }
 CUresult cuDeviceGet(CUdevice* device, int ordinal) { *device = ordinal; return CUDA_SUCCESS; }
 CUresult cuDeviceGetName(char* name, int len, CUdevice) {
-  std::strncpy(name, "Fake GPU", len);
+  std::strncpy(name, kExecuting ? "Ingot SIMT emulator" : "Fake GPU", len);
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  // The emulated device has an H200's 132 SMs (INGOT_SIMT_SMS sets another count), so the
+  // backend sizes grids (split-KV) as it would there.
+  const char* sms = std::getenv("INGOT_SIMT_SMS");
   *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? gCcMajor
            : attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? gCcMinor
-                                                                       : 0;
+           : attribute == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT && kExecuting
+               ? (sms && std::atoi(sms) > 0 ? std::atoi(sms) : 132)
+               : 0;
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  *bytes = ingot::simt::deviceMemoryTotal();
+#else
   *bytes = size_t{16} << 30;
+#endif
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
@@ -170,12 +247,40 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
-CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() { return sticky(); }
 
 // ------------------------------------------------------------------ modules and the linker
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  std::lock_guard<std::mutex> lock(gMutex);
   const char* text = static_cast<const char*>(image);
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  {
+    // Only the emulator's source images: a cubin or PTX holds GPU code it cannot run.
+    const size_t magic = std::strlen(ingot::simt::kSimtImageMagic);
+    if (!text || std::strncmp(text, ingot::simt::kSimtImageMagic, magic) != 0) {
+      std::lock_guard<std::mutex> lock(gMutex);
+      ++gStats.moduleLoadFailures;
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    ingot::simt::ModuleOptions options;
+    options.arch = gCcMajor * 100 + gCcMinor * 10;
+    std::string error;
+    std::shared_ptr<ingot::simt::Module> built = ingot::simt::loadModule(text + magic, options, &error);
+    if (!built) {
+      std::fprintf(stderr, "ingot emulated CUDA: cuModuleLoadData: %s\n", error.c_str());
+      std::lock_guard<std::mutex> lock(gMutex);
+      ++gStats.moduleLoadFailures;
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    std::lock_guard<std::mutex> lock(gMutex);
+    auto* m = new FakeModule{text, {}, std::move(built)};
+    gLoadedImages.push_back(ingot::simt::kSimtImageMagic);
+    ++gStats.moduleLoads;
+    ++gStats.liveModules;
+    *module = reinterpret_cast<CUmodule>(m);
+    return CUDA_SUCCESS;
+  }
+#endif
+  std::lock_guard<std::mutex> lock(gMutex);
   size_t magic = std::strlen(ingot::fake_cuda::kCubinMagic);
   if (!text || std::strncmp(text, ingot::fake_cuda::kCubinMagic, magic) != 0) {
     ++gStats.moduleLoadFailures;
@@ -202,10 +307,16 @@ CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* 
   std::lock_guard<std::mutex> lock(gMutex);
   auto* m = reinterpret_cast<FakeModule*>(module);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  const ingot::simt::KernelEntry* kernel = ingot::simt::findKernel(*m->simt, name);
+  if (!kernel) return CUDA_ERROR_NOT_FOUND;
+  auto* f = new FakeFunction{m, name, m->simt, kernel};
+#else
   if (!contains(m->image, std::string("entry:") + name) &&
       !contains(m->image, std::string(".entry ") + name))
     return CUDA_ERROR_NOT_FOUND;
   auto* f = new FakeFunction{m, name};
+#endif
   m->functions.push_back(f);
   *function = reinterpret_cast<CUfunction>(f);
   return CUDA_SUCCESS;
@@ -219,16 +330,39 @@ CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
   return CUDA_SUCCESS;
 }
 CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                        unsigned by, unsigned bz, unsigned, CUstream, void** params, void**) {
+                        unsigned by, unsigned bz, unsigned shared, CUstream, void** params, void**) {
   if (!function) return CUDA_ERROR_INVALID_HANDLE;
   if (!params) return CUDA_ERROR_INVALID_VALUE;
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
+  auto* f = reinterpret_cast<FakeFunction*>(function);
+  FakeLaunch launch{f->name, {gx, gy, gz, bx, by, bz}, false};
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  launch.simt = f->simt;
+  launch.kernel = f->kernel;
+  launch.shared = shared;
+  launch.params = std::make_shared<std::vector<std::vector<unsigned char>>>();
+  const std::vector<size_t> sizes = ingot::simt::kernelParamSizes(*f->kernel);
+  for (size_t i = 0; i < sizes.size(); ++i) {  // copied now, as a CUDA launch does
+    const auto* bytes = static_cast<const unsigned char*>(params[i]);
+    launch.params->emplace_back(bytes, bytes + sizes[i]);
+  }
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gCapturing) {
+      gCaptured.push_back(FakeGraphNode{launch, nullptr});
+      return CUDA_SUCCESS;
+    }
+    gLaunches.push_back(launch);
+  }
+  return execute(launch);
+#else
+  (void)shared;
   std::lock_guard<std::mutex> lock(gMutex);
-  FakeLaunch launch{reinterpret_cast<FakeFunction*>(function)->name, {gx, gy, gz, bx, by, bz}, false};
   if (gCapturing) gCaptured.push_back(FakeGraphNode{launch, nullptr});
   else gLaunches.push_back(launch);
   return CUDA_SUCCESS;
+#endif
 }
 CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** values,
                       CUlinkState* state) {
@@ -275,16 +409,30 @@ CUresult cuLinkDestroy(CUlinkState state) {
 
 // ------------------------------------------------------------------ memory (host memory)
 CUresult cuMemGetInfo(size_t* free, size_t* total) {
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  *total = ingot::simt::deviceMemoryTotal();
+  *free = *total - ingot::simt::deviceMemoryUsed();
+#else
   *total = size_t{16} << 30;
   *free = *total / 2;
+#endif
   return CUDA_SUCCESS;
 }
 CUresult cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  *ptr = reinterpret_cast<CUdeviceptr>(ingot::simt::deviceAlloc(bytes));
+#else
   *ptr = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+#endif
   return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuMemFree(CUdeviceptr ptr) {
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  ingot::simt::deviceFree(reinterpret_cast<void*>(ptr));
+#else
   std::free(reinterpret_cast<void*>(ptr));
+#endif
   return CUDA_SUCCESS;
 }
 CUresult cuMemAllocHost(void** ptr, size_t bytes) {
@@ -353,20 +501,30 @@ CUresult cuStreamDestroy(CUstream stream) {
   delete reinterpret_cast<int*>(stream);
   return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream) { return sticky(); }
 CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
+// An event holds the host time it was recorded at (work is synchronous here).
 CUresult cuEventCreate(CUevent* event, unsigned int) {
-  *event = reinterpret_cast<CUevent>(new int(0));
+  *event = reinterpret_cast<CUevent>(new double(0.0));
   return CUDA_SUCCESS;
 }
 CUresult cuEventDestroy(CUevent event) {
-  delete reinterpret_cast<int*>(event);
+  delete reinterpret_cast<double*>(event);
   return CUDA_SUCCESS;
 }
-CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
-CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
-CUresult cuEventElapsedTime(float* milliseconds, CUevent, CUevent) {
-  *milliseconds = 0.0f;  // work on the fake device takes no time
+CUresult cuEventRecord(CUevent event, CUstream) {
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  *reinterpret_cast<double*>(event) =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent) { return sticky(); }
+CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  // The fake device's work takes no time; the emulated one's takes the emulation's.
+  *milliseconds = kExecuting ? static_cast<float>(*reinterpret_cast<double*>(end) -
+                                                  *reinterpret_cast<double*>(start))
+                             : 0.0f;
   return CUDA_SUCCESS;
 }
 CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
@@ -403,18 +561,24 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
     gReplaying = true;
   }
   // Operations run outside the lock: they take it themselves (counters, the log).
+  CUresult result = CUDA_SUCCESS;
   for (FakeGraphNode& node : nodes) {
     if (node.op) {
       node.op();
       continue;
     }
-    std::lock_guard<std::mutex> lock(gMutex);
-    node.launch.fromGraph = true;
-    gLaunches.push_back(node.launch);
+    {
+      std::lock_guard<std::mutex> lock(gMutex);
+      node.launch.fromGraph = true;
+      gLaunches.push_back(node.launch);
+    }
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+    if (result == CUDA_SUCCESS) result = execute(node.launch);
+#endif
   }
   std::lock_guard<std::mutex> lock(gMutex);
   gReplaying = false;
-  return CUDA_SUCCESS;
+  return result;
 }
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
   std::lock_guard<std::mutex> lock(gMutex);
@@ -426,6 +590,11 @@ CUresult cuGraphDestroy(CUgraph graph) {
   delete reinterpret_cast<FakeGraph*>(graph);
   return CUDA_SUCCESS;
 }
+
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+/// Present in the emulated driver only: CudaDriver::emulated() looks for it.
+int ingotSimtEmulatedDriver() { return 1; }
+#endif
 
 // ------------------------------------------------------------------ errors
 CUresult cuGetErrorName(CUresult error, const char** name) {
@@ -439,12 +608,17 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_NOT_READY: *name = "CUDA_ERROR_NOT_READY"; break;
     case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
     default: *name = "CUDA_ERROR_FAKE"; break;
   }
   return CUDA_SUCCESS;
 }
-CUresult cuGetErrorString(CUresult, const char** text) {
-  *text = "fake driver error";
+CUresult cuGetErrorString(CUresult error, const char** text) {
+  *text = kExecuting && error == CUDA_ERROR_LAUNCH_FAILED
+              ? "the SIMT emulator stopped a kernel; its report is on stderr"
+          : kExecuting && error == CUDA_ERROR_INVALID_IMAGE
+              ? "the emulated driver loads only simt source images; see stderr"
+              : "fake driver error";
   return CUDA_SUCCESS;
 }
 
