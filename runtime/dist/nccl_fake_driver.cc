@@ -15,6 +15,12 @@
 // Like NCCL 2.26 and newer, ncclCommAbort returns only once every graph that captured one of
 // the communicator's collectives is destroyed; the fake waits 2 s for that and then counts
 // a hang (fakeAbortHangs) instead of blocking for good.
+//
+// Executing mode (INGOT_FAKE_CUDA_EXECUTING, in the emulated CUDA stack): the ranks are real.
+// Every ncclGetUniqueId is a new group; a communicator's init completes once all its ranks
+// (threads of this process, one per emulated GPU) have joined; a collective waits for every
+// rank's call and then sums (f32 and bf16, in f32) or concatenates their inputs into every
+// rank's output, as NCCL does, at once or when a graph holding it is launched.
 #include <cuda.h>
 #include <nccl.h>
 
@@ -24,6 +30,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/backend/cuda/fake_libcuda.h"
@@ -37,13 +44,32 @@ int gAborts = 0, gDestroys = 0, gLastBlocking = -1, gCollectives = 0;
 /// Polls of cuStreamQuery before the stream drains (-1: never).
 int gStreamBusyPolls = 0;
 
+struct Group;
+
 struct FakeComm {
   int nranks = 1;
   int rank = 0;
   int pollsLeft = 0;                 // polls that still read ncclInProgress
   ncclResult_t state = ncclSuccess;  // then this
   int persistentRefs = 0;            // captured collectives whose graphs still exist
+  Group* group = nullptr;            // executing mode: the ranks it reduces with
 };
+
+/// Executing mode: the ranks of one unique id. Never freed (communicators are not either).
+struct Group {
+  int nranks = 0;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int joined = 0;
+  bool aborted = false;
+  // The collective being met: each rank's call, and how many calls have completed.
+  std::vector<const struct FakeCollective*> calls;
+  int arrived = 0;
+  uint64_t completed = 0;
+};
+std::mutex gGroupsMutex;
+std::vector<std::pair<std::string, Group*>> gGroups;
+uint64_t gNextId = 0;
 
 /// Guards the communicators' persistentRefs; signalled when one drops.
 std::mutex gRefsMutex;
@@ -95,9 +121,85 @@ void scale(void* data, size_t count, ncclDataType_t type, int factor) {
   }
 }
 
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+/// `count` values of `type` at `data`, element i as f32.
+float valueAt(const void* data, ncclDataType_t type, size_t i) {
+  if (type == ncclBfloat16) {
+    const uint32_t bits = uint32_t{static_cast<const uint16_t*>(data)[i]} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  return static_cast<const float*>(data)[i];
+}
+void storeAt(void* data, ncclDataType_t type, size_t i, float v) {
+  if (type == ncclBfloat16) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bits += 0x7fffu + ((bits >> 16) & 1u);  // to nearest even (finite sums)
+    static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(bits >> 16);
+  } else {
+    static_cast<float*>(data)[i] = v;
+  }
+}
+
+/// Meets the other ranks' calls of the group's current collective; the last to arrive
+/// computes every rank's output. False when the group was aborted or a peer never came.
+bool meet(const FakeCollective& c) {
+  Group& g = *c.comm->group;
+  std::unique_lock<std::mutex> lock(g.mutex);
+  if (g.aborted) return false;
+  g.calls[c.comm->rank] = &c;
+  const uint64_t round = g.completed;
+  if (++g.arrived == g.nranks) {
+    const size_t bytes = c.count * typeBytes(c.type);
+    if (c.gather) {
+      for (const FakeCollective* out : g.calls)
+        for (int r = 0; r < g.nranks; ++r)
+          std::memmove(static_cast<char*>(out->recv) + static_cast<size_t>(r) * bytes, g.calls[r]->send,
+                       bytes);
+    } else {
+      std::vector<float> sum(c.count, 0.0f);
+      for (const FakeCollective* in : g.calls)  // rank order: every rank gets the same bits
+        for (size_t i = 0; i < c.count; ++i) sum[i] += valueAt(in->send, c.type, i);
+      for (const FakeCollective* out : g.calls)
+        for (size_t i = 0; i < c.count; ++i) storeAt(out->recv, c.type, i, sum[i]);
+    }
+    g.arrived = 0;
+    ++g.completed;
+    g.changed.notify_all();
+    return true;
+  }
+  // A peer that never comes: real NCCL hangs until its abort; the fake gives up after
+  // 120 s with an error on the communicator.
+  if (!g.changed.wait_for(lock, std::chrono::seconds(120),
+                          [&] { return g.completed != round || g.aborted; }) ||
+      g.aborted) {
+    c.comm->state = g.aborted ? ncclRemoteError : ncclSystemError;
+    return false;
+  }
+  return true;
+}
+#endif
+
 /// Runs one collective on the fake device (at enqueue, or at a graph launch).
 void execute(void* arg) {
   const auto& c = *static_cast<const FakeCollective*>(arg);
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  {
+    const size_t bytes = c.count * typeBytes(c.type);
+    const unsigned dims[6] = {static_cast<unsigned>(c.count), hashBytes(c.send, bytes),
+                              static_cast<unsigned>(c.comm->nranks), 0, 0, 0};
+    fakeCudaLogOp(c.gather ? "ncclAllGather" : "ncclAllReduce", dims);
+    if (c.comm->group) {
+      meet(c);
+    } else if (c.send != c.recv) {
+      std::memmove(c.recv, c.send, bytes);
+    }
+    gStreamBusyPolls = 0;  // the stream has drained: the collective is done
+    return;
+  }
+#endif
   const size_t bytes = c.count * typeBytes(c.type);
   const unsigned dims[6] = {static_cast<unsigned>(c.count), hashBytes(c.send, bytes),
                             static_cast<unsigned>(c.comm->nranks), 0, 0, 0};
@@ -188,11 +290,18 @@ CUresult cuStreamQuery(CUstream) {
 ncclResult_t ncclGetVersion(int* version) { *version = NCCL_VERSION_CODE; return ncclSuccess; }
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; ++i) id->internal[i] = static_cast<char>(i * 7);
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  // A new group each time: the id names it.
+  std::lock_guard<std::mutex> lock(gGroupsMutex);
+  const uint64_t n = ++gNextId;
+  std::memcpy(id->internal, &n, sizeof(n));
+#endif
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t* config) {
   gLastBlocking = config ? config->blocking : -1;
+  (void)id;
   auto* c = new FakeComm();
   {
     std::lock_guard<std::mutex> lock(gCommsMutex);
@@ -202,11 +311,42 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, 
   c->rank = rank;
   c->pollsLeft = gInitMode == 1 ? 1 << 30 : 3;
   c->state = gInitMode == 2 ? ncclSystemError : ncclSuccess;
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  if (nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  {
+    // The group of this id (made by its first rank); the init completes once all joined.
+    const std::string key(id.internal, NCCL_UNIQUE_ID_BYTES);
+    std::lock_guard<std::mutex> lock(gGroupsMutex);
+    for (auto& [k, g] : gGroups)
+      if (k == key) c->group = g;
+    if (!c->group) {
+      c->group = new Group();
+      c->group->nranks = nranks;
+      c->group->calls.assign(nranks, nullptr);
+      gGroups.emplace_back(key, c->group);
+    }
+    if (c->group->nranks != nranks) return ncclInvalidArgument;
+    std::lock_guard<std::mutex> joined(c->group->mutex);
+    ++c->group->joined;
+    c->group->changed.notify_all();
+  }
+  c->pollsLeft = 0;
+#endif
   *comm = reinterpret_cast<ncclComm_t>(c);
   return ncclInProgress;
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
   auto* c = reinterpret_cast<FakeComm*>(comm);
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  if (c->group) {
+    std::lock_guard<std::mutex> lock(c->group->mutex);
+    *state = c->state != ncclSuccess                 ? c->state
+             : c->group->aborted                     ? ncclRemoteError
+             : c->group->joined < c->group->nranks ? ncclInProgress
+                                                     : ncclSuccess;
+    return ncclSuccess;
+  }
+#endif
   if (c->pollsLeft > 0) {
     --c->pollsLeft;
     *state = ncclInProgress;
@@ -228,6 +368,13 @@ ncclResult_t ncclCommDestroy(ncclComm_t) {
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   gStreamBusyPolls = 0;  // the abort flag first: the kernels still waiting on peers end
   auto* c = reinterpret_cast<FakeComm*>(comm);
+#ifdef INGOT_FAKE_CUDA_EXECUTING
+  if (c->group) {
+    std::lock_guard<std::mutex> lock(c->group->mutex);
+    c->group->aborted = true;  // the peers' waiting collectives end
+    c->group->changed.notify_all();
+  }
+#endif
   std::unique_lock<std::mutex> lock(gRefsMutex);
   if (!gRefsDropped.wait_for(lock, std::chrono::seconds(2),
                              [c] { return c->persistentRefs == 0; }))

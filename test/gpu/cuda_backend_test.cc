@@ -14,6 +14,7 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "runtime/backend/testing/w8a8_emulation.h"
@@ -40,11 +41,13 @@ class CudaBackendGpuTest : public BackendGpuTest {
     vocab = artifact->manifest().config()->vocab_size();
   }
 
-  std::unique_ptr<CudaBackend> cuda(int32_t graphs = 128, bool force_ptx = false) {
+  std::unique_ptr<CudaBackend> cuda(int32_t graphs = 128, bool force_ptx = false,
+                                    bool capture = true) {
     CudaBackendOptions o;
     o.num_kv_blocks = 64;
     o.max_model_len = 512;
     o.max_graph_batch = graphs;
+    o.capture_decode_graphs = capture;
     o.kernels.force_ptx = force_ptx;
     o.kernels.ptx_cache_dir = "none";
     return createCuda(*artifact, o);
@@ -177,15 +180,39 @@ TEST_F(CudaBackendGpuTest, Fp8PrefillRunsW8a8WithinTheCpuEmulationOfIt) {
   ASSERT_TRUE(gpu->step(step, &got).ok());
   ASSERT_TRUE((*ref)->step(step, &want).ok());
   const double err = relativeError(got, want);
+  // Per-token E4M3 activations make the model chaotic in its rounding: an f32 sum a few ulp
+  // off moves an activation across a code boundary (6% apart), and 30 layers compound that.
+  // Two valid W8A8 implementations differ by as much: the same emulation on the scalar
+  // kernels (another summation order) lands up to ~0.08 of max |logit| from the vector ones
+  // on SmolLM2's shape, so that spread, not 3e-2, is the bound for the GPU too (each linear
+  // is checked to 1e-4 of its terms in test/gpu/fp8_linear_test.cc).
+  double spread = 0.0;
+  if (w8a8) {
+    CpuBackendOptions scalar = o;
+    scalar.quant_kernels = &testing::w8a8EmulatingQuantKernels(SimdLevel::kScalar);
+    StatusOr<std::unique_ptr<CpuBackend>> other = CpuBackend::create(*artifact, scalar);
+    ASSERT_TRUE(other.ok()) << other.status().message();
+    std::vector<float> alt;
+    ASSERT_TRUE((*other)->step(step, &alt).ok());
+    spread = relativeError(alt, want);
+  }
   std::cout << "[ cuda ] fp8 artifact, prefill of 80 tokens (" << (w8a8 ? "W8A8" : "weight-only")
-            << "): max logit error " << err << " of max |logit|\n";
-  EXPECT_LT(err, 3e-2);
+            << "): max logit error " << err << " of max |logit| (two CPU emulations: " << spread
+            << ")\n";
+  EXPECT_LT(err, std::max(3e-2, 2.0 * spread));
 }
 
+// Decode graphs replay exactly what an eager step of the graph's shape computes: bit for bit
+// against a backend that runs the same bucket shapes and split-KV plans without capturing.
+// Against steps at their own size (5 requests, not the bucket of 8, split-KV planned for the
+// real lengths, not the longest the tables hold) only the order of the attention partial
+// sums differs: within 1e-3 of max |logit| after 30 layers (measured ~5e-4 under the SIMT
+// emulator on SmolLM2's shape; 1e-4 held only for f32 activations and short contexts).
 TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
   auto graphs = cuda(128);
+  auto bucketed = cuda(128, false, /*capture=*/false);
   auto eager = cuda(0);
-  ASSERT_TRUE(graphs && eager);
+  ASSERT_TRUE(graphs && bucketed && eager);
   std::vector<Sequence> seqs(5);
   std::vector<Sequence*> all;
   for (int r = 0; r < 5; ++r) {
@@ -193,20 +220,22 @@ TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
     for (int b = 0; b < 3; ++b) seqs[r].blocks.push_back(r * 3 + b + 1);
     all.push_back(&seqs[r]);
   }
-  std::vector<Sequence> copies = seqs;
-  std::vector<Sequence*> callCopies;
-  for (Sequence& s : copies) callCopies.push_back(&s);
-  std::vector<float> a, b;
+  std::vector<float> a, same, b;
   StepInputs prefill = makeStep(all, {10, 11, 12, 13, 14}, block_size);
   ASSERT_TRUE(graphs->step(prefill, &a).ok());
+  ASSERT_TRUE(bucketed->step(prefill, &same).ok());
   ASSERT_TRUE(eager->step(prefill, &b).ok());
   for (int i = 0; i < 4; ++i) {
     StepInputs decode = makeStep(all, {1, 1, 1, 1, 1}, block_size);
     ASSERT_TRUE(graphs->step(decode, &a).ok());
+    ASSERT_TRUE(bucketed->step(decode, &same).ok());
     ASSERT_TRUE(eager->step(decode, &b).ok());
     EXPECT_EQ(graphs->lastGraphBucket(), i == 0 ? -8 : 8) << "5 requests take the graph of 8";
+    EXPECT_EQ(bucketed->lastGraphBucket(), -8) << "the bucket's shape, eagerly";
     EXPECT_EQ(eager->lastGraphBucket(), 0);
-    EXPECT_LT(relativeError(a, b), 1e-4) << "decode step " << i;
+    EXPECT_TRUE(a == same) << "decode step " << i << ": a replay differs from an eager step of "
+                           << "its shape by " << relativeError(a, same);
+    EXPECT_LT(relativeError(a, b), 1e-3) << "decode step " << i;
   }
 }
 

@@ -33,7 +33,10 @@ Artifact artifactWithKernel() {
   kernel.name = "axpb";
   kernel.blockDim = {256, 1, 1};
   for (const codegen::CudaBinary& b : *binaries)
-    kernel.binaries.push_back({b.target, b.isPtx ? schema::BinaryFormat::Ptx : schema::BinaryFormat::Cubin,
+    kernel.binaries.push_back({b.target,
+                               b.isSource ? schema::BinaryFormat::Source
+                               : b.isPtx  ? schema::BinaryFormat::Ptx
+                                          : schema::BinaryFormat::Cubin,
                                b.data});
   ArtifactWriter writer;
   writer.addKernel(kernel);
@@ -60,6 +63,7 @@ TEST(GpuKernelLoad, ArtifactKernelRunsOnThisGpuAndMatchesTheCpu) {
   target.name = name;
   cu.deviceGetAttribute(&target.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   cu.deviceGetAttribute(&target.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  target.emulated = cu.emulated();
 
   Artifact artifact = artifactWithKernel();
   const schema::KernelDef* kernel = artifact.manifest().kernels()->Get(0);

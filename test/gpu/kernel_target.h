@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <string>
 #include <vector>
@@ -39,6 +40,32 @@ T sizeFor(const GpuTarget &gpu, T real, T emulated) {
 inline const char *speedNote(const GpuTarget &gpu) {
   return gpu.emulated ? " [emulated: CPU time, meaningless as GPU speed]" : "";
 }
+
+/// While alive, the SIMT emulator's tensor cores use a deliberately wrong fragment layout
+/// (the emulated driver's fakeCudaSetScrambledFragments): a test that compares kernels built
+/// on mma.sync or wmma with a reference must then fail. `ok()` is false off the emulator.
+class ScrambledTensorCores {
+ public:
+  ScrambledTensorCores() {
+    StatusOr<std::string> path = emulatedCudaLibrary();
+    if (!path.ok()) return;
+    library_ = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);  // the one already loaded
+    if (library_)
+      set_ = reinterpret_cast<void (*)(int)>(::dlsym(library_, "fakeCudaSetScrambledFragments"));
+    if (set_) set_(1);
+  }
+  ~ScrambledTensorCores() {
+    if (set_) set_(0);
+    if (library_) ::dlclose(library_);
+  }
+  ScrambledTensorCores(const ScrambledTensorCores &) = delete;
+  ScrambledTensorCores &operator=(const ScrambledTensorCores &) = delete;
+  bool ok() const { return set_ != nullptr; }
+
+ private:
+  void *library_ = nullptr;
+  void (*set_)(int) = nullptr;
+};
 
 /// Compiles `source` (named `name` in diagnostics) for `target` and loads it into the current
 /// context.

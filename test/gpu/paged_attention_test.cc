@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/AttentionKernelSource.h"
@@ -352,6 +353,22 @@ TEST_F(PagedAttentionGpuTest, PrefillMatchesCpuPagedAttentionThroughTheCubin) {
 TEST_F(PagedAttentionGpuTest, PrefillMatchesCpuPagedAttentionThroughThePtxJit) {
   if (driver->emulated()) GTEST_SKIP() << noPtxJit(GpuTarget{0, 0, "", true});
   for (const VariantCase &v : variantCases(16)) runPrefill(v, true);
+}
+
+// The mutation test of the SIMT emulator's tensor cores: with a deliberately wrong mma.sync
+// fragment layout the prefill comparison above must fail (on a GPU there is nothing to
+// mutate).
+TEST_F(PagedAttentionGpuTest, AScrambledTensorCoreLayoutFailsThePrefillComparison) {
+  if (!driver->emulated()) GTEST_SKIP() << "a mutation of the SIMT emulator's tensor cores";
+  ScrambledTensorCores scrambled;
+  ASSERT_TRUE(scrambled.ok());
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    runPrefill(variantCases(16)[0], false);
+  }
+  EXPECT_GT(failures.size(), 0) << "the prefill comparison did not notice a scrambled layout";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
@@ -95,6 +96,26 @@ TEST_P(QuantGemmGpuTest, EveryKernelMatchesTheCpuKernelsWithPartialTiles) {
     // A half-full last K step: blocks of 16 (nvfp4, fp8's K-wide block) with K = 208.
     if (k.format == quantgemv::Format::kNvfp4 || k.format == quantgemv::Format::kFp8)
       check(k, 190, 208, k.format == quantgemv::Format::kFp8 ? 208 : 16, 33, 0, true, rng);
+  }
+}
+
+// The mutation test of the SIMT emulator's tensor cores: with a deliberately wrong wmma
+// fragment layout the comparison above must fail for every format (on a GPU there is nothing
+// to mutate).
+TEST_P(QuantGemmGpuTest, AScrambledTensorCoreLayoutFailsTheComparison) {
+  if (!gpu_.emulated) GTEST_SKIP() << "a mutation of the SIMT emulator's tensor cores";
+  ScrambledTensorCores scrambled;
+  ASSERT_TRUE(scrambled.ok());
+  std::mt19937 rng(ingot::testing::testSeed());
+  for (const QuantGemvKernel &k : codegen::allQuantGemvKernels()) {
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      check(k, 128, 512, quantBlockOf(k, 512), 64, 8, false, rng);
+    }
+    EXPECT_GT(failures.size(), 0) << codegen::quantGemmKernelName(k)
+                                  << ": the comparison did not notice a scrambled layout";
   }
 }
 

@@ -112,6 +112,8 @@ void ensureStacks(Worker &w) {
                           ~(kStackRegionBytes - 1);
   w.stacks = reinterpret_cast<unsigned char *>(start);
   w.stack_bytes = bytes;
+  w.mapping = raw;
+  w.mapping_bytes = bytes + kStackRegionBytes;
   for (unsigned i = 0; i < kMaxThreadsPerBlock; ++i)
     mprotect(w.stacks + static_cast<size_t>(i) * kStackRegionBytes, 4096, PROT_NONE);
 }
@@ -314,7 +316,10 @@ Counters &Counters::operator+=(const Counters &o) {
 }
 
 Worker::~Worker() {
-  // The stacks stay mapped: a pool worker lives as long as the process.
+  // A launching thread's worker goes with its thread (a pool worker lives as long as the
+  // process): its fiber stacks are unmapped, or each thread that ever launched would keep
+  // 64 MiB and a thousand guard-page mappings.
+  if (mapping) munmap(mapping, mapping_bytes);
 }
 
 std::string dimText(const Dim3 &d) {

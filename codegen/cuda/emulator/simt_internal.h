@@ -88,6 +88,8 @@ struct BlockRun {
 struct Worker {
   unsigned char *stacks = nullptr;  ///< kMaxThreads regions of kStackRegionBytes
   size_t stack_bytes = 0;
+  void *mapping = nullptr;  ///< what mmap returned (the regions are aligned within it)
+  size_t mapping_bytes = 0;
   std::vector<unsigned char> arena_storage;
   unsigned char *arena = nullptr;  ///< aligned start in arena_storage
   size_t arena_bytes = 0;          ///< bytes the current launch uses

@@ -66,13 +66,17 @@ float bf16Value(unsigned short bits) {
 
 // ---- fragment layouts (see the file comment) -------------------------------------------------
 
-int gidOf(unsigned lane) {
+/// The tensor core's view of the A operand: under the mutation (setScrambledFragmentLayout)
+/// it reads each lane's A registers as if they held the rows of the next lane group, which
+/// a kernel must notice; loads and stores of wmma fragments keep the true layout (a layout
+/// both sides share consistently is invisible to a program, as CUDA leaves it unspecified).
+int gidOf(unsigned lane, bool tensorCore) {
   const int gid = static_cast<int>(lane >> 2);
-  return gScrambled.load(std::memory_order_relaxed) ? (gid + 1) % 8 : gid;  // the mutation
+  return tensorCore && gScrambled.load(std::memory_order_relaxed) ? (gid + 1) % 8 : gid;
 }
 int tigOf(unsigned lane) { return static_cast<int>(lane & 3u); }
-void aPosition(unsigned lane, int i, int *row, int *col) {
-  *row = gidOf(lane) + 8 * ((i >> 1) & 1);
+void aPosition(unsigned lane, int i, int *row, int *col, bool tensorCore = true) {
+  *row = gidOf(lane, tensorCore) + 8 * ((i >> 1) & 1);
   *col = 2 * tigOf(lane) + (i & 1) + 8 * (i >> 2);
 }
 void bPosition(unsigned lane, int i, int *row, int *col) {
@@ -83,9 +87,9 @@ void cPosition(unsigned lane, int i, int *row, int *col) {
   *row = static_cast<int>(lane >> 2) + 8 * (i >> 1);
   *col = 2 * tigOf(lane) + (i & 1);
 }
-/// wmma 16x16x16: element i of lane's fragment of `use`.
-void wmmaPosition(int use, unsigned lane, int i, int *row, int *col) {
-  if (use == kWmmaA) return aPosition(lane, i, row, col);
+/// wmma 16x16x16: element i of lane's fragment of `use` (`tensorCore`: as mma_sync reads it).
+void wmmaPosition(int use, unsigned lane, int i, int *row, int *col, bool tensorCore = true) {
+  if (use == kWmmaA) return aPosition(lane, i, row, col, tensorCore);
   if (use == kWmmaB) bPosition(lane, i & 3, row, col);
   else cPosition(lane, i & 3, row, col);
   *col += 8 * (i >> 2);
@@ -170,7 +174,7 @@ void wmmaMemory(Thread *caller, BlockRun &b, unsigned warpBase, bool store, cons
     Thread *t = b.worker->record(warpBase + lane);
     for (int i = 0; i < 8; ++i) {
       int r, c;
-      wmmaPosition(m.use, lane, i, &r, &c);
+      wmmaPosition(m.use, lane, i, &r, &c, /*tensorCore=*/false);
       const unsigned long long offset =
           m.rowMajor ? static_cast<unsigned long long>(r) * m.ldm + c
                      : static_cast<unsigned long long>(c) * m.ldm + r;

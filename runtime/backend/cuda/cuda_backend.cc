@@ -286,6 +286,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   // Buffers for the largest decode graph and a first prefill, before the KV pool takes
   // the rest of the memory.
   s.buckets = decodeBuckets(std::max(options.max_graph_batch, 0));
+  s.capture_graphs = options.capture_decode_graphs;
   const int32_t graphBatch = s.buckets.empty() ? 1 : s.buckets.back();
   StepDims first;
   first.tokens = std::max(graphBatch, 512);
@@ -445,7 +446,8 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
   // A bucket's first step runs eagerly at the bucket's shape (cuBLASLt picks its algorithms
   // and the driver loads lazily loaded kernels outside any capture); its second is captured.
   const int32_t key = 2 * bucket + (sample ? 1 : 0);
-  const bool replay = bucket > 0 && (s.graphs.count(key) || s.warmed.count(key));
+  const bool replay =
+      bucket > 0 && s.capture_graphs && (s.graphs.count(key) || s.warmed.count(key));
   if (bucket > 0 && !replay) s.warmed.insert(key);
   if (replay) {
     auto it = s.graphs.find(key);

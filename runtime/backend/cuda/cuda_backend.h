@@ -35,6 +35,10 @@ struct CudaBackendOptions {
   /// Decode steps of up to this many requests replay CUDA graphs (0 = no graphs: every
   /// step eager, which also keeps a tensor-parallel rank's collectives out of graphs).
   int32_t max_graph_batch = 128;
+  /// False: those decode steps still run at their bucket's shape and split-KV plan, but
+  /// eagerly, never captured or replayed: the graphs' exact computation without the graphs
+  /// (tests compare the two bit for bit).
+  bool capture_decode_graphs = true;
   /// Element type of the KV pool; unset = the program's (an artifact compiled with
   /// `--kv-dtype fp8` has an fp8 one). fp8 needs the artifact's fp8 KV kernels, which only
   /// `ingot compile --kv-dtype fp8` puts in: create() names the recompile otherwise.

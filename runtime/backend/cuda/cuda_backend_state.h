@@ -191,6 +191,7 @@ struct CudaBackendState {
   StepBuffers buffers;
 
   std::vector<int32_t> buckets;
+  bool capture_graphs = true;  ///< CudaBackendOptions::capture_decode_graphs
   /// Decode graphs by (bucket, whether the step samples): key 2 * bucket + sample.
   std::map<int32_t, CUgraphExec> graphs;
   /// Graph keys whose first (eager) step has run: the next one is captured.

@@ -95,14 +95,25 @@ struct FakeGraph {
 std::mutex gMutex;
 FakeCudaStats gStats{};
 std::vector<FakeLaunch> gLaunches;
-bool gCapturing = false;
-std::vector<FakeGraphNode> gCaptured;
+/// The capture the calling thread has open (a real driver keeps one per stream; here each
+/// thread captures its own stream, as tensor-parallel ranks do).
+thread_local bool gCapturing = false;
+thread_local std::vector<FakeGraphNode> gCaptured;
 /// Set while a graph launch runs its operations (a logged operation is marked replayed).
 bool gReplaying = false;
 std::vector<std::string> gLoadedImages;
 int gDriverVersion = 13000;
 /// The device's compute capability (9.0 unless a test sets another; reset restores it).
 int gCcMajor = 9, gCcMinor = 0;
+
+/// The emulated device's compute capability: INGOT_SIMT_SM ("80", "89", "90", ...; default
+/// 90), which is also the __CUDA_ARCH__ its modules are built with.
+void emulatedComputeCapability() {
+  if (!kExecuting) return;
+  const char* sm = std::getenv("INGOT_SIMT_SM");
+  const int cc = sm ? std::atoi(sm) : 0;
+  if (cc >= 70 && cc < 200) gCcMajor = cc / 10, gCcMinor = cc % 10;
+}
 /// The first failed launch's error, returned by every later launch and synchronization.
 CUresult gSticky = CUDA_SUCCESS;
 
@@ -119,9 +130,10 @@ CUresult execute(const FakeLaunch& launch) {
       *launch.simt, *launch.kernel, {launch.dims[0], launch.dims[1], launch.dims[2]},
       {launch.dims[3], launch.dims[4], launch.dims[5]}, launch.shared, args.data());
   if (result.ok) return CUDA_SUCCESS;
+  // Any diagnostic fails the launch, a race too (the kernel ran to its end then): a kernel
+  // that passes under emulation is clean.
   std::fprintf(stderr, "ingot emulated CUDA: %s failed:\n%s", launch.name.c_str(),
                result.report().c_str());
-  if (!result.aborted) return CUDA_SUCCESS;  // races are reported; the kernel ran to its end
   std::lock_guard<std::mutex> lock(gMutex);
   gSticky = CUDA_ERROR_LAUNCH_FAILED;
   return gSticky;
@@ -173,6 +185,7 @@ void fakeCudaReset() {
   gDriverVersion = 13000;
   gCcMajor = 9;
   gCcMinor = 0;
+  emulatedComputeCapability();
   gSticky = CUDA_SUCCESS;
 }
 const FakeCudaStats* fakeCudaStats() { return &gStats; }
@@ -211,12 +224,22 @@ const char* fakeCudaLoadedImage(int i) {
 }
 
 // ------------------------------------------------------------------ devices and contexts
-CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult cuInit(unsigned int) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  emulatedComputeCapability();
+  return CUDA_SUCCESS;
+}
 CUresult cuDriverGetVersion(int* version) {
   *version = gDriverVersion;
   return CUDA_SUCCESS;
 }
-CUresult cuDeviceGetCount(int* count) { *count = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int* count) {
+  // The emulated machine has one GPU unless INGOT_SIMT_DEVICES says more (tensor-parallel
+  // ranks one per GPU); they share the emulator's memory and launch queue.
+  const char* devices = std::getenv("INGOT_SIMT_DEVICES");
+  *count = kExecuting && devices && std::atoi(devices) > 0 ? std::atoi(devices) : 1;
+  return CUDA_SUCCESS;
+}
 CUresult cuDeviceGet(CUdevice* device, int ordinal) { *device = ordinal; return CUDA_SUCCESS; }
 CUresult cuDeviceGetName(char* name, int len, CUdevice) {
   std::strncpy(name, kExecuting ? "Ingot SIMT emulator" : "Fake GPU", len);
@@ -594,6 +617,11 @@ CUresult cuGraphDestroy(CUgraph graph) {
 #ifdef INGOT_FAKE_CUDA_EXECUTING
 /// Present in the emulated driver only: CudaDriver::emulated() looks for it.
 int ingotSimtEmulatedDriver() { return 1; }
+/// The tensor-core mutation (core/simt/emulator.h, setScrambledFragmentLayout), for tests
+/// that show they catch a wrong fragment layout.
+void fakeCudaSetScrambledFragments(int scrambled) {
+  ingot::simt::setScrambledFragmentLayout(scrambled != 0);
+}
 #endif
 
 // ------------------------------------------------------------------ errors

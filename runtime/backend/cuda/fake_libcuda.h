@@ -35,6 +35,8 @@ using FakeCudaLaunchCountFn = int (*)();                     // "fakeCudaLaunchC
 /// Launch i: its kernel's name; `dims` gets grid x, y, z and block x, y, z, `fromGraph`
 /// whether a graph launch replayed it.
 using FakeCudaLaunchFn = const char* (*)(int i, unsigned* dims, int* fromGraph);  // "fakeCudaLaunch"
+/// The emulated driver only: a deliberately wrong tensor-core fragment layout while nonzero.
+using FakeCudaSetScrambledFragmentsFn = void (*)(int);  // "fakeCudaSetScrambledFragments"
 
 /// For the other fakes (libnccl, libcublasLt) and their stream work: while a capture is open,
 /// records run(arg) into the graph (run at each launch of it, in order; release(arg) when

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "runtime/backend/cpu/quant_linear.h"
+#include "runtime/backend/cpu/simd_level.h"
 
 namespace ingot::testing {
 
@@ -12,6 +13,9 @@ namespace ingot::testing {
 /// accumulation that is the W8A8 product, so a CPU backend given this table
 /// (CpuBackendOptions::quant_kernels) is the reference for the CUDA backend's W8A8 linears
 /// and measures what per-token fp8 activations cost. Other formats pass straight through.
+/// `level`: the table of that SIMD level instead (two levels sum in different orders: how
+/// far apart two valid W8A8 implementations land).
 const QuantKernels& w8a8EmulatingQuantKernels();
+const QuantKernels& w8a8EmulatingQuantKernels(SimdLevel level);
 
 }  // namespace ingot::testing
