@@ -7,7 +7,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libboost1.81-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev libpcre2-dev
+  nlohmann-json3-dev libboost1.81-dev libboost-context1.81-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev libpcre2-dev
   clang-22 libclang-rt-22-dev
 )
 

@@ -15,6 +15,7 @@
 
 #include "runtime/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "test/gpu/backend_gpu_fixture.h"
@@ -56,9 +57,19 @@ class CudaKvFp8GpuTest : public BackendGpuTest {
   }
 };
 
+// The fp8 cache is bit for bit the CPU's for the same K and V rows, but the rows come from
+// GEMMs whose sums run in another order: a row a few ulp off can cross an E4M3 code boundary
+// (6% apart) and the layers after compound it. The same CPU backend on its scalar kernels
+// (another order again) shows how far two valid implementations drift apart; the GPU gets
+// twice that spread or 3e-2, whichever is larger (measured: 0.02-0.033 on SmolLM2's shape).
 TEST_F(CudaKvFp8GpuTest, TeacherForcedLogitsMatchTheCpuFp8CacheThroughChunksBatchesAndCopies) {
   auto gpu = cuda(*artifact, 64, 512);
   auto ref = cpu();
+  CpuBackendOptions scalarOptions;
+  scalarOptions.num_kv_blocks = 64;
+  scalarOptions.simd = SimdLevel::kScalar;
+  StatusOr<std::unique_ptr<CpuBackend>> scalar = CpuBackend::create(*artifact, scalarOptions);
+  ASSERT_TRUE(scalar.ok()) << scalar.status().message();
   ASSERT_TRUE(gpu && ref);
   ASSERT_EQ(gpu->kvDtype(), KvDtype::kFp8E4M3);
   ASSERT_EQ(ref->kvDtype(), KvDtype::kFp8E4M3);
@@ -70,14 +81,16 @@ TEST_F(CudaKvFp8GpuTest, TeacherForcedLogitsMatchTheCpuFp8CacheThroughChunksBatc
   seqs[1].tokens = randomTokens(50);
   seqs[1].blocks = {11, 40, 3, 17};
   std::vector<Sequence*> both = {&seqs[0], &seqs[1]};
-  std::vector<float> got, want;
-  double worst = 0;
+  std::vector<float> got, want, alt;
+  double worst = 0, worstSpread = 0;
   auto run = [&](const StepInputs& step, const char* what) {
     ASSERT_TRUE(gpu->step(step, &got).ok()) << what;
     ASSERT_TRUE(ref->step(step, &want).ok()) << what;
-    const double e = relativeError(got, want);
-    EXPECT_LT(e, 3e-2) << what;
+    ASSERT_TRUE((*scalar)->step(step, &alt).ok()) << what;
+    const double e = relativeError(got, want), spread = relativeError(alt, want);
+    EXPECT_LT(e, std::max(3e-2, 2.0 * spread)) << what << " (two CPU kernels: " << spread << ")";
     worst = std::max(worst, e);
+    worstSpread = std::max(worstSpread, spread);
   };
   run(makeStep(both, {21, 9}, block_size), "prefill chunk 1");
   run(makeStep(both, {19, 30}, block_size), "prefill chunk 2");
@@ -86,15 +99,18 @@ TEST_F(CudaKvFp8GpuTest, TeacherForcedLogitsMatchTheCpuFp8CacheThroughChunksBatc
   // Copy-on-write of a block and a slot move across blocks (re-encoded into the
   // destination block-head) on both backends, then a step of a fork of the first request
   // that reads the copied block and the moved row (its slot 0).
-  ASSERT_TRUE(gpu->copyKvBlocks(2, 50).ok());
-  ASSERT_TRUE(ref->copyKvBlocks(2, 50).ok());
+  for (Backend* b : {static_cast<Backend*>(gpu.get()), static_cast<Backend*>(ref.get()),
+                     static_cast<Backend*>(scalar->get())})
+    ASSERT_TRUE(b->copyKvBlocks(2, 50).ok());
   const int32_t from = 9 * block_size + 3, to = 5 * block_size;
-  ASSERT_TRUE(gpu->copyKvSlots({{from, to}}).ok());
-  ASSERT_TRUE(ref->copyKvSlots({{from, to}}).ok());
+  for (Backend* b : {static_cast<Backend*>(gpu.get()), static_cast<Backend*>(ref.get()),
+                     static_cast<Backend*>(scalar->get())})
+    ASSERT_TRUE(b->copyKvSlots({{from, to}}).ok());
   Sequence fork = seqs[0];
   fork.blocks[1] = 50;
   run(makeStep({&fork}, {1}, block_size), "after the copies");
-  std::cout << "[ cuda ] fp8 KV: CUDA vs CPU logits, max error " << worst << " of max |logit|\n";
+  std::cout << "[ cuda ] fp8 KV: CUDA vs CPU logits, max error " << worst
+            << " of max |logit| (CPU scalar vs vector kernels: " << worstSpread << ")\n";
 }
 
 /// A decode step of R requests each at `context` keys over distinct blocks (the KV they

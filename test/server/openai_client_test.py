@@ -97,6 +97,8 @@ if __name__ == "__main__":
     parser.add_argument("--server", required=True)
     parser.add_argument("--tokenizer", help="tokenizer text dump for ingot_test_server")
     parser.add_argument("--artifact", help="serve this artifact with `SERVER serve` instead")
+    parser.add_argument("--serve-arg", action="append", default=[],
+                        help="one more argument for `SERVER serve` (repeatable)")
     args, rest = parser.parse_known_args()
     if not args.tokenizer and not args.artifact:
         parser.error("give --tokenizer (ingot_test_server) or --artifact (ingot serve)")
