@@ -13,11 +13,7 @@ add_executable(IngotSamplingHostTests SamplingHostTest.cpp)
 target_link_libraries(IngotSamplingHostTests PRIVATE ingot_generate GTest::gtest_main)
 target_include_directories(IngotSamplingHostTests PRIVATE ${CMAKE_SOURCE_DIR})
 gtest_discover_tests(IngotSamplingHostTests DISCOVERY_TIMEOUT 60)
-# Its device code on an emulated CTA of host threads (no GPU needed).
-add_executable(IngotSamplingCtaEmulationTests SamplingCtaEmulationTest.cpp)
-target_link_libraries(IngotSamplingCtaEmulationTests PRIVATE GTest::gtest_main Threads::Threads)
-target_include_directories(IngotSamplingCtaEmulationTests PRIVATE ${CMAKE_SOURCE_DIR})
-gtest_discover_tests(IngotSamplingCtaEmulationTests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+# Its device code runs on the SIMT emulator in emulated.ingot_sampling_gpu_tests (test/gpu).
 if(NOT INGOT_ENABLE_CUDA)
   return()
 endif()

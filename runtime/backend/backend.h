@@ -49,6 +49,14 @@ class Backend {
   }
   /// Copies every layer's K and V of block `src` to block `dst` (copy-on-write).
   virtual Status copyKvBlocks(int64_t src, int64_t dst) = 0;
+  /// Whether kvBlocksFreed wants to hear of the blocks the cache frees (the emulated CUDA
+  /// backend: it fills them with NaN, so a kernel that reads a block no sequence holds
+  /// shows it in its output).
+  virtual bool wantsFreedKvBlocks() const { return false; }
+  virtual Status kvBlocksFreed(const std::vector<int32_t>& blocks) {
+    (void)blocks;
+    return okStatus();
+  }
   /// Copies every layer's K and V row of slot `from` to slot `to`, pair by pair in order.
   virtual Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) = 0;
 

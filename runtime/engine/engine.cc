@@ -215,6 +215,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
   }
   e->kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(blocks), block_size,
                                             options.enable_prefix_cache);
+  e->kv_->trackFreedBlocks(e->backend_->wantsFreedKvBlocks());
   SchedulerOptions scheduler = options.scheduler;
   if (scheduler.prefill_context_cost_keys < 0)
     scheduler.prefill_context_cost_keys = std::max<int32_t>(
@@ -583,6 +584,8 @@ StatusOr<std::vector<RequestOutput>> Engine::step() {
     // Where the backend samples (the CUDA backend keeps the logits on the GPU), a step whose
     // rows are all plain requests (no trees, penalties, logprobs or parallel samples) gets
     // tokens back instead of logits; each request draws its uniform from its own stream.
+    if (backend_->wantsFreedKvBlocks())
+      INGOT_RETURN_IF_ERROR(backend_->kvBlocksFreed(kv_->takeFreedBlocks()));
     bool on_backend = !any_tree && backend_->samplesOnBackend();
     for (size_t i = 0; on_backend && i < plan.seqs.size(); ++i) {
       if (rows[i] < 0) continue;

@@ -85,6 +85,7 @@ void BlockPool::release(BlockId block) {
   } else {
     on_free_list_[block] = 1;
     free_list_.push_back(block);
+    if (track_freed_) freed_.push_back(block);
   }
 }
 
@@ -118,6 +119,7 @@ void BlockPool::uncache(BlockId block) {
   --num_evictable_;
   on_free_list_[block] = 1;
   free_list_.push_back(block);
+  if (track_freed_) freed_.push_back(block);
 }
 
 }  // namespace ingot

@@ -70,12 +70,19 @@ class BlockPool {
   bool isCached(BlockId block) const;
   bool isFree(BlockId block) const;
 
+  /// Records the blocks that go back to the free list from now on (takeFreed hands them
+  /// over): the SIMT emulator's backend fills freed blocks with NaN so a read of one shows.
+  void trackFreed(bool on) { track_freed_ = on; }
+  std::vector<BlockId> takeFreed() { return std::move(freed_); }
+
   /// Marks an in-use block as holding a cached full prefix block (called by the cache).
   void markCached(BlockId block);
   /// Returns an evictable block to the free list (called by the cache when it evicts).
   void uncache(BlockId block);
 
  private:
+  bool track_freed_ = false;
+  std::vector<BlockId> freed_;
   void checkId(BlockId block, const char* what) const;
 
   std::vector<int32_t> ref_counts_;

@@ -94,6 +94,29 @@ TEST(BlockPool, CachedBlockBecomesEvictableAndIsReclaimedOnDemand) {
   pool.setObserver(nullptr);
 }
 
+TEST(BlockPool, TracksTheBlocksThatReachTheFreeListOnlyWhenAsked) {
+  BlockPool pool(4);
+  RecordingObserver observer(&pool);
+  pool.setObserver(&observer);
+  auto a = pool.allocate(3);
+  ASSERT_TRUE(a.ok());
+  pool.release((*a)[0]);
+  EXPECT_TRUE(pool.takeFreed().empty()) << "not tracking yet";
+  pool.trackFreed(true);
+  pool.retain((*a)[1]);
+  pool.release((*a)[1]);
+  EXPECT_TRUE(pool.takeFreed().empty()) << "still referenced";
+  pool.release((*a)[1]);
+  // A cached block is evictable, not free, until the cache evicts it.
+  pool.markCached((*a)[2]);
+  pool.release((*a)[2]);
+  EXPECT_EQ(pool.takeFreed(), std::vector<BlockId>{(*a)[1]});
+  EXPECT_EQ(observer.evict(1), 1);
+  EXPECT_EQ(pool.takeFreed(), std::vector<BlockId>{(*a)[2]});
+  EXPECT_TRUE(pool.takeFreed().empty()) << "handed over once";
+  pool.setObserver(nullptr);
+}
+
 TEST(BlockPoolDeathTest, ReleasingAFreeBlockAborts) {
   BlockPool pool(1);
   EXPECT_DEATH(pool.release(0), "invariant violated");

@@ -107,6 +107,9 @@ class KvCacheManager {
   int64_t prefixMissTokens() const { return tree_.missTokens(); }
 
   const BlockPool& pool() const { return pool_; }
+  /// BlockPool::trackFreed / takeFreed of the pool.
+  void trackFreedBlocks(bool on) { pool_.trackFreed(on); }
+  std::vector<BlockId> takeFreedBlocks() { return pool_.takeFreed(); }
   const PrefixTree& prefixTree() const { return tree_; }
 
  private:

@@ -512,6 +512,19 @@ Status CudaBackend::copyKvBlocks(int64_t src, int64_t dst) {
   return copyKvBlock(s, src, dst);
 }
 
+bool CudaBackend::wantsFreedKvBlocks() const { return s_->gpu.emulated; }
+
+Status CudaBackend::kvBlocksFreed(const std::vector<int32_t>& blocks) {
+  CudaBackendState& s = *s_;
+  if (blocks.empty()) return okStatus();
+  INGOT_RETURN_IF_ERROR(s.makeCurrent());
+  for (int32_t b : blocks)
+    if (b < 0 || b >= s.num_kv_blocks)
+      return invalidArgument("kvBlocksFreed: block " + std::to_string(b) + " is outside the pool of " +
+                             std::to_string(s.num_kv_blocks));
+  return poisonKvBlocks(s, blocks);
+}
+
 Status CudaBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) {
   CudaBackendState& s = *s_;
   const KvCacheLayout& kv = s.plan->kv_layout;

@@ -105,6 +105,9 @@ class CudaBackend final : public Backend {
   bool samplesOnBackend() const override;
   Status stepAndSample(const StepInputs& inputs, const std::vector<RowSampling>& rows,
                        std::vector<int32_t>* tokens) override;
+  /// On the SIMT emulator: freed blocks are filled with NaN bytes (codes and fp8 scales).
+  bool wantsFreedKvBlocks() const override;
+  Status kvBlocksFreed(const std::vector<int32_t>& blocks) override;
   Status copyKvBlocks(int64_t src, int64_t dst) override;
   Status copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& moves) override;
 

@@ -231,6 +231,8 @@ Status allocateKvPool(CudaBackendState& s, int64_t blocks);
 
 /// Copies block `src` to `dst` (codes and scales for fp8), then waits.
 Status copyKvBlock(CudaBackendState& s, int64_t src, int64_t dst);
+/// Fills the K/V values (f32, bf16) or codes (fp8) of `blocks` with 0xFF bytes: NaN.
+Status poisonKvBlocks(CudaBackendState& s, const std::vector<int32_t>& blocks);
 
 /// Moves slot rows in order with the CPU backend's semantics (fp8: kvCopySlotsFp8, run on
 /// a host copy of the touched blocks), then waits. Slots are already validated.

@@ -25,28 +25,44 @@ uint64_t kvBlockBytes(const CudaBackendState& s) {
                   : static_cast<uint64_t>(kv.blockFloats()) * 4;
 }
 
+/// What an unwritten KV element holds: zero, as on the CPU; on the SIMT emulator 0xFF bytes
+/// (NaN in f32, bf16 and E4M3), so a kernel that reads a slot no sequence wrote, or a freed
+/// block, shows it in its output.
+uint32_t kvFillWord(const CudaBackendState& s) { return s.gpu.emulated ? 0xffffffffu : 0u; }
+
 Status allocateKvPool(CudaBackendState& s, int64_t blocks) {
   CudaDriver& cu = *s.cu;
   const KvCacheLayout& kv = s.plan->kv_layout;
   s.num_kv_blocks = blocks;
   if (!isFp8(s)) {
     INGOT_RETURN_IF_ERROR(s.kv_pool.allocate(cu, static_cast<size_t>(blocks) * kvBlockBytes(s), "the KV pool"));
-    INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
-                                   cu.memsetD32Async(s.kv_pool.ptr(), 0, s.kv_pool.bytes() / 4, s.stream)));
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async", cu.memsetD32Async(s.kv_pool.ptr(), kvFillWord(s),
+                                                                         s.kv_pool.bytes() / 4, s.stream)));
     return cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream));
   }
-  // Codes zero, every scale the minimum: a fresh pool reads back as zeros, as on the CPU.
+  // Codes zero (kvFillWord), every scale the minimum: a fresh pool reads back as zeros, as on
+  // the CPU; the scales are each block-head's state for the writer, never poisoned.
   const size_t codes = static_cast<size_t>(blocks) * fp8CodeBytes(kv);
   const size_t scales = static_cast<size_t>(blocks) * fp8ScaleBytes(kv);
   INGOT_RETURN_IF_ERROR(s.kv_pool.allocate(cu, codes, "the fp8 KV pool's codes"));
   INGOT_RETURN_IF_ERROR(s.kv_scales.allocate(cu, scales, "the fp8 KV pool's scales"));
-  INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
-                                 cu.memsetD32Async(s.kv_pool.ptr(), 0, s.kv_pool.bytes() / 4, s.stream)));
+  INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async", cu.memsetD32Async(s.kv_pool.ptr(), kvFillWord(s),
+                                                                       s.kv_pool.bytes() / 4, s.stream)));
   const float minScale = fp8KvMinScale();
   uint32_t bits = 0;
   std::memcpy(&bits, &minScale, 4);
   INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD32Async",
                                  cu.memsetD32Async(s.kv_scales.ptr(), bits, scales / 4, s.stream)));
+  return cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream));
+}
+
+Status poisonKvBlocks(CudaBackendState& s, const std::vector<int32_t>& blocks) {
+  CudaDriver& cu = *s.cu;
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const size_t bytes = isFp8(s) ? fp8CodeBytes(kv) : static_cast<size_t>(kv.blockFloats()) * 4;
+  for (int32_t b : blocks)
+    INGOT_RETURN_IF_ERROR(cu.check("cuMemsetD8Async", cu.memsetD8Async(s.kv_pool.ptr() + b * bytes, 0xff,
+                                                                        bytes, s.stream)));
   return cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream));
 }
 
