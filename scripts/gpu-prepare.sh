@@ -43,6 +43,11 @@ done
 RUNTIME_INGOT=$BUILD/bin/ingot-runtime
 [ -x "$RUNTIME_INGOT" ] || RUNTIME_INGOT=$INGOT
 strip -o "$BUNDLE/bin/ingot" "$RUNTIME_INGOT"
+# The emulated CUDA stack, for the rehearsal of the run on this machine
+# (INGOT_CUDA_DRIVER=emulated scripts/gpu-check.sh BUNDLE): loaded with dlopen, so no ldd sees it.
+for lib in "$BUILD"/lib/libingot_cuda_emulated.so "$BUILD"/lib/libingot_simt.so; do
+  [ -f "$lib" ] && cp "$lib" "$BUNDLE/lib/"
+done
 # Libraries outside glibc/libstdc++ and CUDA's own, as this machine resolves them.
 for b in "$BUNDLE"/bin/*; do ldd "$b"; done | awk '/=> \// {print $1, $3}' | sort -u |
   while read -r name path; do
