@@ -206,8 +206,11 @@ TEST_F(CudaBackendGpuTest, Fp8PrefillRunsW8a8WithinTheCpuEmulationOfIt) {
 // against a backend that runs the same bucket shapes and split-KV plans without capturing.
 // Against steps at their own size (5 requests, not the bucket of 8, split-KV planned for the
 // real lengths, not the longest the tables hold) only the order of the attention partial
-// sums differs: within 1e-3 of max |logit| after 30 layers (measured ~5e-4 under the SIMT
-// emulator on SmolLM2's shape; 1e-4 held only for f32 activations and short contexts).
+// sums differs. That is the same kind of difference as the CPU backend's (another summation
+// order), so the bound is the CPU comparison's order of magnitude, not a guess below it: an
+// f32 sum a few ulp off flips a bf16-rounded activation by one bf16 ulp (2^-8), and 30 layers
+// carry that to the logits. Measured 5e-4 to 1.9e-3 of max |logit| over seeds under the SIMT
+// emulator on SmolLM2's shape; 1e-2 leaves 5x and stays 3x inside the CPU bound (3e-2).
 TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
   auto graphs = cuda(128);
   auto bucketed = cuda(128, false, /*capture=*/false);
@@ -235,7 +238,7 @@ TEST_F(CudaBackendGpuTest, DecodeGraphsGiveTheLogitsOfEagerSteps) {
     EXPECT_EQ(eager->lastGraphBucket(), 0);
     EXPECT_TRUE(a == same) << "decode step " << i << ": a replay differs from an eager step of "
                            << "its shape by " << relativeError(a, same);
-    EXPECT_LT(relativeError(a, b), 1e-3) << "decode step " << i;
+    EXPECT_LT(relativeError(a, b), 1e-2) << "decode step " << i;
   }
 }
 

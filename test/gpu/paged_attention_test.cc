@@ -2,7 +2,7 @@
 // decode (FlashDecoding, split-KV; f32 and bf16; one split and many) and prefill (FA2 with
 // mma.sync, bf16; with and without the block mask) on fresh random paged inputs with
 // shuffled blocks, the example variants (causal, sliding window, ALiBi, soft-capping,
-// speculative tree), GQA ratios 1, 3, 4, 8, head dims 64 and 128, through the cubin and the
+// speculative tree, document mask), GQA ratios 1, 3, 4, 8, head dims 64 and 128, through the cubin and the
 // PTX JIT. Variants go the runtime's way: region bytecode -> AttentionRegionEmitter ->
 // NVRTC -> driver API. Label `gpu`: skips, saying why, without a driver or a device.
 #include <algorithm>
@@ -46,6 +46,9 @@ struct Batch {
   std::vector<float> q, pool;
   // Tree operands (region_examples treeMaskBytecode): start slot [R], bits [R, 8, 1].
   std::vector<int32_t> treeStart, treeBits;
+  // The document mask's operand (documentMaskBytecode): the document of every KV slot,
+  // [R, maxLen], documents of 1..80 slots packed one after another.
+  std::vector<int32_t> docIds;
 };
 
 /// `newTokens`: new tokens of each request this step (the tree operands assume <= 8).
@@ -82,6 +85,13 @@ Batch makeBatch(std::mt19937 &rng, int Hkv, int G, int D, const std::vector<int>
   for (int b = 0, next = 0; b < bt.R; ++b)
     for (int k = 0; k < (bt.seqLens[b] + kBlockSize - 1) / kBlockSize; ++k)
       bt.blockTables[b * bt.maxBlocks + k] = perm[next++];
+  bt.docIds.assign(static_cast<size_t>(bt.R) * bt.maxLen, 0);
+  std::uniform_int_distribution<int> docLen(1, 80);
+  for (int b = 0; b < bt.R; ++b)
+    for (int s = 0, doc = 0, left = docLen(rng); s < bt.maxLen; ++s, --left) {
+      if (left == 0) ++doc, left = docLen(rng);
+      bt.docIds[static_cast<size_t>(b) * bt.maxLen + s] = doc;
+    }
   std::normal_distribution<float> normal(0.0f, 1.0f);
   bt.q.resize(static_cast<size_t>(bt.T) * bt.H * D);
   for (float &x : bt.q) x = normal(rng);
@@ -90,20 +100,25 @@ Batch makeBatch(std::mt19937 &rng, int Hkv, int G, int D, const std::vector<int>
   return bt;
 }
 
+/// The extra operands a variant reads.
+enum class Operands { kNone, kTree, kDocuments };
+
 /// One variant as the runtime would get it: bytecode of a mask and/or a score region.
 struct VariantCase {
   std::string name;
   std::vector<uint8_t> mask, score;
-  bool treeOperands = false;
+  Operands operands = Operands::kNone;
+  bool treeOperands() const { return operands == Operands::kTree; }
 };
 
 /// `H`: the head count ALiBi's slopes assume (any head index works).
 std::vector<VariantCase> variantCases(int H) {
-  return {{"Causal", causalMaskBytecode(), {}, false},
-          {"SlidingWindow", slidingWindowMaskBytecode(37), {}, false},
-          {"Alibi", {}, alibiScoreBytecode(H), false},
-          {"Softcap", causalMaskBytecode(), softcapScoreBytecode(30.0f), false},
-          {"Tree", treeMaskBytecode(), {}, true}};
+  return {{"Causal", causalMaskBytecode(), {}},
+          {"SlidingWindow", slidingWindowMaskBytecode(37), {}},
+          {"Alibi", {}, alibiScoreBytecode(H)},
+          {"Softcap", causalMaskBytecode(), softcapScoreBytecode(30.0f)},
+          {"Tree", treeMaskBytecode(), {}, Operands::kTree},
+          {"DocumentMask", documentMaskBytecode(), {}, Operands::kDocuments}};
 }
 
 /// Device memory freed on scope exit.
@@ -125,10 +140,13 @@ std::vector<float> cpuAttention(const VariantCase &v, const Batch &bt) {
   p.variant.score = v.score.empty() ? nullptr : &*score;
   p.variant.analyze();
   const int64_t startShape[1] = {bt.R}, bitsShape[3] = {bt.R, 8, 1};
+  const int64_t docShape[2] = {bt.R, bt.maxLen};
   std::vector<RegionOperandView> extra;
-  if (v.treeOperands) {
+  if (v.operands == Operands::kTree) {
     extra.push_back({RegionType::kI32, startShape, 1, bt.treeStart.data()});
     extra.push_back({RegionType::kI32, bitsShape, 3, bt.treeBits.data()});
+  } else if (v.operands == Operands::kDocuments) {
+    extra.push_back({RegionType::kI32, docShape, 2, bt.docIds.data()});
   }
   p.extra = extra.data();
   p.num_extra = extra.size();
@@ -148,11 +166,11 @@ std::vector<float> cpuAttention(const VariantCase &v, const Batch &bt) {
 /// A batch in device memory (q and pool in bf16 or f32), the launch parameters without the
 /// split/prefill fields, the variant's operands and the error word.
 struct DeviceBatch {
-  std::unique_ptr<DeviceBuffer> q, pool, tables, lens, start, treeStart, treeBits, error;
+  std::unique_ptr<DeviceBuffer> q, pool, tables, lens, start, treeStart, treeBits, docIds, error;
   attn::PagedAttentionParams params{};
   rgn::RegionOperands ops{};
 
-  DeviceBatch(CudaDriver &cu, const Batch &bt, bool bf16, bool treeOperands) {
+  DeviceBatch(CudaDriver &cu, const Batch &bt, bool bf16, Operands operands) {
     auto upload = [&](const std::vector<float> &x) {
       if (!bf16) return std::make_unique<DeviceBuffer>(cu, x.data(), x.size() * 4);
       std::vector<uint16_t> h(x.size());
@@ -169,6 +187,7 @@ struct DeviceBatch {
     start = ints(bt.queryStart);
     treeStart = ints(bt.treeStart);
     treeBits = ints(bt.treeBits);
+    docIds = ints(bt.docIds);
     const uint32_t zero = 0;
     error = std::make_unique<DeviceBuffer>(cu, &zero, 4);
     params.q = q->as<void>();
@@ -185,7 +204,12 @@ struct DeviceBatch {
     params.block_size = kBlockSize;
     params.max_blocks = bt.maxBlocks;
     params.scale = 1.0f / std::sqrt(static_cast<float>(bt.D));
-    if (treeOperands) {
+    if (operands == Operands::kDocuments) {
+      ops.operand[0].data = docIds->as<void>();
+      ops.operand[0].shape[0] = bt.R;
+      ops.operand[0].shape[1] = bt.maxLen;
+    }
+    if (operands == Operands::kTree) {
       ops.operand[0].data = treeStart->as<void>();
       ops.operand[0].shape[0] = bt.R;
       ops.operand[1].data = treeBits->as<void>();
@@ -261,7 +285,7 @@ void PagedAttentionGpuTest::runDecode(const VariantCase &v, bool viaPtx) {
       for (float &x : bt.pool) x = bf16Round(x);
     }
     const std::vector<float> expected = cpuAttention(v, bt);
-    DeviceBatch db(*driver, bt, bf16, v.treeOperands);
+    DeviceBatch db(*driver, bt, bf16, v.operands);
     const std::vector<uint8_t> poison = poisonOutput(bt, bf16);
     for (int keysPerSplit : {1 << 20, 64}) {
       const int splits = (bt.maxLen + keysPerSplit - 1) / keysPerSplit;
@@ -301,12 +325,12 @@ void PagedAttentionGpuTest::runPrefill(const VariantCase &v, bool viaPtx) {
     SCOPED_TRACE(codegen::prefillKernelName(v.name, in));
     // Whole prompts, chunk tails and decode rows in one step (tree operands cover <= 8).
     const std::vector<int> newTokens =
-        v.treeOperands ? std::vector<int>{8, 1, 5, 8} : std::vector<int>{300, 1, 77, 130};
+        v.treeOperands() ? std::vector<int>{8, 1, 5, 8} : std::vector<int>{300, 1, 77, 130};
     Batch bt = makeBatch(rng, 2, in.group, in.headDim, newTokens);
     for (float &x : bt.q) x = bf16Round(x);
     for (float &x : bt.pool) x = bf16Round(x);
     const std::vector<float> expected = cpuAttention(v, bt);
-    DeviceBatch db(*driver, bt, true, v.treeOperands);
+    DeviceBatch db(*driver, bt, true, v.operands);
     attn::PagedAttentionParams tiles{};
     setPrefillTiles(tiles, *std::max_element(newTokens.begin(), newTokens.end()), in.group,
                     bt.maxLen);
