@@ -148,10 +148,17 @@ void checkAccess(Thread *t, const void *address, unsigned long long info, const 
     sharedAccess(t, a - arena, info, site);
     return;
   }
+  if (a - b.hit_base < b.hit_bytes && a + size - b.hit_base <= b.hit_bytes) {
+    if (info & kAccessWrite) b.counters.global_bytes_written += size;
+    else b.counters.global_bytes_read += size;
+    return;
+  }
   uintptr_t base = 0;
   size_t bytes = 0;
   switch (classifyDeviceRange(a, size, &base, &bytes)) {
     case 0:
+      b.hit_base = base;
+      b.hit_bytes = bytes;
       if (info & kAccessWrite) b.counters.global_bytes_written += size;
       else b.counters.global_bytes_read += size;
       return;

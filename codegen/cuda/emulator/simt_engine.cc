@@ -157,6 +157,8 @@ void runBlock(Worker &w, Launch &launch, uint64_t linear) {
   b.counters = Counters{};
   b.counters.blocks = 1;
   b.counters.threads = n;
+  b.hit_base = 0;
+  b.hit_bytes = 0;
   b.interval = ++w.next_interval;
   b.slots.assign(n, ThreadSlot{});
   b.warps.assign((n + 31) / 32, Warp{});

@@ -51,6 +51,7 @@ struct Warp {
   unsigned exists = 0;  ///< lanes the block has (a partial last warp has fewer)
   unsigned exited = 0;
   uint32_t syncs = 0;   ///< completed collectives (orders shared accesses of its lanes)
+  unsigned at_activemask = 0;  ///< lanes waiting in __activemask (most warps: none)
   std::vector<PendingCollective> pending;
 };
 
@@ -82,6 +83,10 @@ struct BlockRun {
   /// Race intervals: a new one at the block's start and at every barrier (per worker).
   uint32_t interval = 0;
   Counters counters;
+  /// The allocation the block's last global access hit (no allocation is freed while a
+  /// launch runs, so it holds for the block): most accesses skip the page-table lookup.
+  uintptr_t hit_base = 0;
+  size_t hit_bytes = 0;
 };
 
 /// A host thread that runs blocks: its fiber stacks, shared arena and shadow.

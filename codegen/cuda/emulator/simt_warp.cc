@@ -187,8 +187,9 @@ void wmmaMemory(Thread *caller, BlockRun &b, unsigned warpBase, bool store, cons
   }
 }
 
-/// Computes every lane's result of a complete collective.
-void complete(Thread *caller, BlockRun &b, unsigned warpIndex, const PendingCollective &g) {
+/// Computes every lane's result of a complete collective. Not inlined: its fragment buffers
+/// would otherwise grow the frame of every lane's warpCollective, 32 fiber stacks deep.
+__attribute__((noinline)) void complete(Thread *caller, BlockRun &b, unsigned warpIndex, const PendingCollective &g) {
   const unsigned base = warpIndex * 32;
   switch (g.op) {
     case kWarpSync:
@@ -258,7 +259,8 @@ bool scrambledFragmentLayout() { return gScrambled.load(); }
 void setScrambledFragmentLayout(bool scrambled) { gScrambled.store(scrambled); }
 
 void activeMaskCheck(BlockRun &b, unsigned warpIndex) {
-  const Warp &w = b.warps[warpIndex];
+  Warp &w = b.warps[warpIndex];
+  if (w.at_activemask == 0) return;  // the common case: nobody to release
   unsigned waiting = 0;
   for (unsigned lane = 0; lane < 32; ++lane) {
     if (!(w.exists >> lane & 1u) || (w.exited >> lane & 1u)) continue;
@@ -266,6 +268,7 @@ void activeMaskCheck(BlockRun &b, unsigned warpIndex) {
     if (s.state == ThreadState::kReady) return;  // it can still run and get here
     if (s.state == ThreadState::kInWarp && s.op == kWarpActiveMask) waiting |= 1u << lane;
   }
+  w.at_activemask &= ~waiting;
   for (unsigned lane = 0; lane < 32; ++lane)
     if (waiting >> lane & 1u) {
       b.slots[warpIndex * 32 + lane].result = static_cast<int>(waiting);
@@ -284,6 +287,7 @@ unsigned warpCollective(Thread *t, int op, unsigned mask, const void *in, void *
     slot.site = *site;
     slot.op = op;
     slot.mask = 0;
+    w.at_activemask |= bit;
     activeMaskCheck(b, warpIndex);
     yieldToScheduler(t);
     return static_cast<unsigned>(slot.result);
