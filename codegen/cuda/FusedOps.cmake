@@ -14,7 +14,7 @@ target_link_libraries(IngotSamplingHostTests PRIVATE ingot_generate GTest::gtest
 target_include_directories(IngotSamplingHostTests PRIVATE ${CMAKE_SOURCE_DIR})
 gtest_discover_tests(IngotSamplingHostTests DISCOVERY_TIMEOUT 60)
 # Its device code runs on the SIMT emulator in emulated.ingot_sampling_gpu_tests (test/gpu).
-if(NOT INGOT_ENABLE_CUDA)
+if(NOT INGOT_ENABLE_CUDA OR NOT INGOT_NVRTC_TARGET_TESTS)
   return()
 endif()
 find_program(INGOT_FUSED_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR})
