@@ -107,25 +107,28 @@ TEST_P(ConfigOnlyCompile, GivesTheCheckpointsDummyLogitsAndTheyAreNotFlat) {
     ASSERT_EQ(std::memcmp(&got[i], &expected[i], sizeof(float)), 0)
         << "logit " << i << ": " << got[i] << " vs " << expected[i];
 
-  // Not flat: every row spreads well beyond float noise, and rows differ by token.
-  std::vector<int64_t> argmax;
+  // Not flat: every row spreads well beyond float noise, and rows differ by token. (Not by
+  // their argmax: random weights can make one token every position's favourite, as a seed
+  // of the tiny Qwen2 did.)
+  double smallestSpread = 1e30, largestRowChange = 0.0;
   for (size_t row = 0; row < tokens.size(); ++row) {
     const float *r = got.data() + row * vocab;
-    double mean = 0.0, squares = 0.0;
+    double mean = 0.0, squares = 0.0, change = 0.0;
     for (int64_t v = 0; v < vocab; ++v) {
       ASSERT_TRUE(std::isfinite(r[v])) << "row " << row << " logit " << v;
       mean += r[v];
+      change = std::max(change, static_cast<double>(std::fabs(r[v] - got[v])));
     }
     mean /= static_cast<double>(vocab);
     for (int64_t v = 0; v < vocab; ++v)
       squares += (r[v] - mean) * (r[v] - mean);
     const double stddev = std::sqrt(squares / static_cast<double>(vocab));
     EXPECT_GT(stddev, 0.2) << "row " << row << " is nearly flat";
-    argmax.push_back(std::max_element(r, r + vocab) - r);
+    smallestSpread = std::min(smallestSpread, stddev);
+    largestRowChange = std::max(largestRowChange, change);
   }
-  std::sort(argmax.begin(), argmax.end());
-  EXPECT_GT(std::unique(argmax.begin(), argmax.end()) - argmax.begin(), 1)
-      << "every position predicts the same token";
+  EXPECT_GT(largestRowChange, 0.1 * smallestSpread)
+      << "every position gives the first position's logits";
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ConfigOnlyCompile, testing::Values("llama", "qwen2"));
