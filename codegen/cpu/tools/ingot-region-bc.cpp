@@ -33,44 +33,52 @@
 
 using namespace mlir;
 
-static llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
-                                                llvm::cl::desc("<input .mlir>"),
-                                                llvm::cl::init("-"));
+/// The tool's own options, which --help lists alone (not the LLVM globals).
+static llvm::cl::OptionCategory regionBcCategory("ingot-region-bc options");
+
 static llvm::cl::opt<std::string>
-    evalMask("eval-mask", llvm::cl::desc("Evaluate each mask on a QxKV grid "
-                                         "and print it as rows of 0/1"),
-             llvm::cl::value_desc("QxKV"));
+    inputFilename(llvm::cl::Positional, llvm::cl::desc("<input .mlir>"),
+                  llvm::cl::init("-"), llvm::cl::cat(regionBcCategory));
+static llvm::cl::opt<std::string>
+    evalMask("eval-mask",
+             llvm::cl::desc("Evaluate each mask on a QxKV grid "
+                            "and print it as rows of 0/1"),
+             llvm::cl::value_desc("QxKV"), llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<std::string>
     evalScore("eval-score",
               llvm::cl::desc("Evaluate each score region on a QxKV grid"),
-              llvm::cl::value_desc("QxKV"));
+              llvm::cl::value_desc("QxKV"), llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<float>
     scoreInput("score-input", llvm::cl::desc("Score fed to --eval-score"),
-               llvm::cl::init(1.0f));
+               llvm::cl::init(1.0f), llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<int64_t> batchIndex("b", llvm::cl::desc("Request index b"),
-                                         llvm::cl::init(0));
+                                         llvm::cl::init(0),
+                                         llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<int64_t> headIndex("h", llvm::cl::desc("Head index h"),
-                                        llvm::cl::init(0));
+                                        llvm::cl::init(0),
+                                        llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<int64_t>
     qOffset("q-offset",
             llvm::cl::desc("First query slot of the grid (rows are q-offset.."
                            "q-offset+Q-1)"),
-            llvm::cl::init(0));
+            llvm::cl::init(0), llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<std::string> emitCuda(
     "emit-cuda",
-    llvm::cl::desc("Print each attention op's CUDA variant struct (mask/score as "
-                   "__host__ __device__ functions) instead of the bytecode; the "
-                   "structs are named <prefix><n>, or <prefix> alone for a single op"),
-    llvm::cl::value_desc("prefix"));
+    llvm::cl::desc(
+        "Print each attention op's CUDA variant struct (mask/score as "
+        "__host__ __device__ functions) instead of the bytecode; the "
+        "structs are named <prefix><n>, or <prefix> alone for a single op"),
+    llvm::cl::value_desc("prefix"), llvm::cl::cat(regionBcCategory));
 static llvm::cl::opt<bool> emitCudaHeader(
     "cuda-header",
     llvm::cl::desc("With --emit-cuda: print a self-contained header (banner, "
-                   "#pragma once, include of region_ops.h)"));
+                   "#pragma once, include of region_ops.h)"),
+    llvm::cl::cat(regionBcCategory));
 static llvm::cl::list<std::string> operandValues(
     "operand",
     llvm::cl::desc("Contents of an extra operand for evaluation: "
                    "N=D0xD1x...:v0,v1,... (row-major; 'N=:v' for rank 0)"),
-    llvm::cl::value_desc("spec"));
+    llvm::cl::value_desc("spec"), llvm::cl::cat(regionBcCategory));
 
 namespace {
 
@@ -261,6 +269,7 @@ bool emitCudaVariant(mlir::ingot::AttentionOp op, const std::string &name,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(regionBcCategory);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "Emit, disassemble and evaluate the CPU bytecode of ingot.attention "
