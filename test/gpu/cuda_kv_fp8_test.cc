@@ -19,6 +19,7 @@
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/testing/step_builder.h"
 #include "test/gpu/backend_gpu_fixture.h"
+#include "test/gpu/kernel_target.h"
 
 namespace ingot {
 namespace {
@@ -139,6 +140,7 @@ TEST_F(CudaKvFp8GpuTest, DecodeSpeedAndKvBytesPerSecondOfFp8AgainstF32) {
   // On the SIMT emulator the figures are CPU time and mean nothing: a small batch just runs
   // the path once more (a full one took minutes per step there).
   const bool emulated = emulatedDevice();
+  const char* note = speedNote(GpuTarget{0, 0, "", emulated});
   const int32_t R = emulated ? 2 : 32, context = emulated ? 128 : 2048;
   const auto& c = *artifact->manifest().config();
   const int64_t blocks = int64_t{R} * ((context + block_size - 1) / block_size) + 1;
@@ -166,10 +168,10 @@ TEST_F(CudaKvFp8GpuTest, DecodeSpeedAndKvBytesPerSecondOfFp8AgainstF32) {
               << context << " keys: " << seconds[k] * 1e3 << " ms/step (median of " << kSteps
               << "), " << R / seconds[k] << " tok/s, KV read " << kvBytes / seconds[k] / 1e9
               << " GB/s (" << kvBytes / 1e9 << " GB/step)"
-              << (emulated ? " [emulated: CPU time, meaningless as GPU speed]" : "") << "\n";
+              << note << "\n";
   }
   std::cout << "[ cuda ] fp8 / f32 decode speed: " << seconds[0] / seconds[1] << "x"
-            << (emulated ? " [emulated]" : "") << "\n";
+            << note << "\n";
   if (emulated) return;  // the guard below is about a GPU's memory bandwidth
   // A quarter of the KV bytes for some integer work per element (the decode in the gather):
   // a guard against a pathological slowdown, not the target (the printed ratio is the

@@ -17,6 +17,7 @@
 #include "runtime/base/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/tcp_store.h"
+#include "test/gpu/kernel_target.h"
 
 namespace ingot {
 namespace {
@@ -144,8 +145,7 @@ TEST_F(NcclGraphGpuTest, OneRankCollectivesCapturedInAGraphMatchEagerOnFreshInpu
       std::chrono::duration<double, std::micro>(Clock::now() - start).count() / kTimedSteps;
   std::cout << "[ gpu ] one-rank gather + sum + copy of " << kCount << " f32: eager "
             << eagerUs << " us, graph replay " << graphUs << " us per step (with the wait)"
-            << (emulatedCudaLibrary().ok() ? " [emulated: CPU time, meaningless as GPU speed]" : "")
-            << "\n";
+            << speedNote(GpuTarget{0, 0, "", emulatedCudaLibrary().ok()}) << "\n";
   cu_->graphExecDestroy(exec);
   EXPECT_TRUE(comm_->groupStatus().ok());
 }
