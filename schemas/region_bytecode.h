@@ -3,7 +3,7 @@
 #define INGOT_SCHEMAS_REGION_BYTECODE_H_
 
 // This header is the whole contract between the bytecode emitter (codegen/cpu, MLIR) and the
-// decoder/evaluator (runtime/attention, no MLIR). It holds only constants, enums and tiny
+// decoder/evaluator (core/region, no MLIR). It holds only constants, enums and tiny
 // inline helpers. The bytes are stored in `AttentionVariantDef.mask_bytecode` /
 // `score_bytecode` of the artifact manifest (schemas/artifact.fbs).
 //

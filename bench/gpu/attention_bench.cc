@@ -3,7 +3,7 @@
 //
 //   ingot_attention_gpu_bench [--quick]
 //
-// Prefill: the FA2 bf16 kernel with the causal region (runtime/attention/region_examples.h)
+// Prefill: the FA2 bf16 kernel with the causal region (core/region/region_examples.h)
 // and its block mask, 32 query / 8 kv heads, head dims 64 and 128, sequences 1k..8k with
 // 16k tokens in flight, paged with shuffled blocks; TFLOP/s by the causal convention of
 // bench_report.h. Decode: the split-KV kernel (bf16 and f32), batch 64 x 4k context, d128,
@@ -24,7 +24,7 @@
 #include "bench/gpu/bench_data.h"
 #include "bench/gpu/bench_report.h"
 #include "codegen/cuda/AttentionRegionEmitter.h"
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 #include "runtime/backend/cuda/step_pack.h"
 #include "test/gpu/attention_launch.h"
 

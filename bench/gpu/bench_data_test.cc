@@ -11,13 +11,13 @@
 #include <random>
 #include <set>
 
-#include "runtime/attention/region_examples.h"
-#include "runtime/attention/region_program.h"
+#include "core/region/region_examples.h"
+#include "core/region/region_program.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cpu/thread_pool.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot::bench {
 namespace {

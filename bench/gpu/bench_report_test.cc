@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot::bench {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "codegen/cpu/RegionBytecodeEmitter.h"
 
-#include "runtime/attention/region_bytecode_builder.h"
-#include "runtime/attention/region_program.h"
+#include "core/region/region_bytecode_builder.h"
+#include "core/region/region_program.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Block.h"

@@ -25,7 +25,7 @@
 #include "codegen/cuda/AttentionRegionEmitter.h"
 #include "codegen/cuda/NvrtcCompiler.h"
 #include "codegen/cuda/PtxasReport.h"
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 
 namespace ingot::codegen {
 namespace {
@@ -44,7 +44,7 @@ std::string readFile(const std::string &path) {
 }
 
 /// The variants under test: the generated example headers (when the compiler is built) and
-/// always the tree mask of runtime/attention/region_examples, emitted here from bytecode.
+/// always the tree mask of core/region/region_examples, emitted here from bytecode.
 std::vector<Variant> variants() {
   std::vector<Variant> out;
 #ifdef INGOT_CUDA_VARIANT_DIR

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "codegen/cuda/AttentionKernelSource.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::codegen {
 

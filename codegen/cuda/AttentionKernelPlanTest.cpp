@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 
 #ifdef INGOT_TEST_NVRTC
 #include "codegen/cuda/NvrtcCompiler.h"

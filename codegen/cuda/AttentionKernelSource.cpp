@@ -52,8 +52,7 @@ std::string prelude(const std::string &variantText, const std::string &variantNa
                     (variantName.empty() ? std::string("(none)") : variantName) +
                     " (assembled by codegen/cuda/AttentionKernelSource).\n";
   for (const char *path :
-       {"codegen/cuda/kernels/region_operands.h", "codegen/cuda/kernels/region_ops.h",
-        "codegen/cuda/kernels/attention_params.h", "codegen/cuda/kernels/e4m3.cuh",
+       {"codegen/cuda/kernels/region_ops.h", "codegen/cuda/kernels/e4m3.cuh",
         "codegen/cuda/kernels/kv_fp8.cuh", "codegen/cuda/kernels/ptx.cuh",
         "codegen/cuda/kernels/paged_decode.cuh",
         "codegen/cuda/kernels/paged_prefill.cuh"})
@@ -119,7 +118,17 @@ const std::string &embeddedKernelHeader(const std::string &path) {
 std::string inlinedKernelHeader(const std::string &path) {
   std::istringstream in(embeddedKernelHeader(path));
   std::string out = "// ---- " + path + "\n#line 1 \"" + path + "\"\n";
+  int lineNo = 0;
   for (std::string line; std::getline(in, line);) {
+    ++lineNo;
+    if (line.rfind("#include \"core/kernels/", 0) == 0) {
+      // A launch ABI header (include-guarded, so inlining it twice is harmless), then the
+      // numbering resumes at the next line of this one.
+      const size_t open = line.find('"'), close = line.find('"', open + 1);
+      out += inlinedKernelHeader(line.substr(open + 1, close - open - 1));
+      out += "#line " + std::to_string(lineNo + 1) + " \"" + path + "\"\n";
+      continue;
+    }
     if (line.rfind("#pragma once", 0) == 0 || line.rfind("#include \"codegen/", 0) == 0)
       line.clear();  // kept as an empty line: the numbering stays the header's
     out += line + "\n";

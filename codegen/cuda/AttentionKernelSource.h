@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::codegen {
 

@@ -14,8 +14,8 @@
 #include <sstream>
 #include <vector>
 
-#include "codegen/cuda/kernels/region_operands.h"
-#include "runtime/attention/region_disassembler.h"
+#include "core/kernels/region_operands.h"
+#include "core/region/region_disassembler.h"
 
 namespace ingot::codegen {
 namespace {

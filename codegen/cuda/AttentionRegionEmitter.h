@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention/region_program.h"
-#include "runtime/base/status.h"
+#include "core/region/region_program.h"
+#include "core/base/status.h"
 
 namespace ingot::codegen {
 

@@ -23,9 +23,9 @@
 
 #include "codegen/cuda/AttentionRegionEmitter.h"
 #include "codegen/cuda/variants/op_cases.h"
-#include "runtime/attention/region_bytecode_builder.h"
-#include "runtime/attention/region_examples.h"
-#include "runtime/attention/region_program.h"
+#include "core/region/region_bytecode_builder.h"
+#include "core/region/region_examples.h"
+#include "core/region/region_program.h"
 #if INGOT_CUDA_HAVE_EXAMPLE_VARIANTS
 #include "codegen/cuda/variants/alibi.h"
 #include "codegen/cuda/variants/causal.h"

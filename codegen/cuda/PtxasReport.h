@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::codegen {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactWriter.h"
-#include "runtime/base/status.h"
+#include "core/artifact/artifact_writer.h"
+#include "core/base/status.h"
 
 namespace ingot::compiler {
 

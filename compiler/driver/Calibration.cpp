@@ -346,6 +346,9 @@ StatusOr<importer::ImportedModel> foldCheckpoint(const importer::ImportedModel &
 
 StatusOr<CalibrationResult> calibrateCheckpoint(const importer::ImportedModel &model,
                                                 const CalibrationOptions &options) {
+  if (!options.recordInputs)
+    return invalidArgument("calibration needs a forward pass, and this build of the compiler "
+                           "was given none (the `ingot` tool passes the CPU backend's)");
   if (options.chunkTokens < 2 || options.maxTokens < kMinCalibrationTokens ||
       options.sampleRows < 1)
     return invalidArgument("calibration needs chunks of >= 2 tokens, >= " +
@@ -378,7 +381,7 @@ StatusOr<CalibrationResult> calibrateCheckpoint(const importer::ImportedModel &m
   forward.numThreads = options.numThreads;
   INGOT_ASSIGN_OR_RETURN(
       RecordedActivations activations,
-      recordLinearInputs(temp.path, text, options.textPath, forward, isRecordedInput));
+      options.recordInputs(temp.path, text, options.textPath, forward, isRecordedInput));
   const auto &recorded = activations.inputs;
   CalibrationResult result;
   result.tokens = activations.tokens;

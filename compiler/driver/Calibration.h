@@ -23,15 +23,19 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/CalibrationForward.h"
 #include "compiler/import/ImportedModel.h"
 #include "compiler/quant/WeightEncoders.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::compiler {
 
 struct CalibrationOptions {
   /// UTF-8 calibration text; it should not be the text the model is evaluated on.
   std::string textPath;
+  /// Runs the unquantized model and records linear inputs (the runtime's CPU backend in
+  /// the `ingot` tool). Required.
+  RecordLinearInputs recordInputs;
   /// How the weights will be quantized.
   quant::WeightEncoding encoding = quant::WeightEncoding::Nvfp4;
   int64_t group = 32;

@@ -1,10 +1,10 @@
-//===- CalibrationForward.h - record linear-layer inputs on the CPU backend -*- C++ -*-===//
+//===- CalibrationForward.h - the forward pass `--calib` needs, as a hook -*- C++ -*-===//
 //
-// The runtime half of `--calib`: opens an unquantized artifact, tokenizes the calibration
-// text with the artifact's tokenizer and runs CpuBackend over it, chunk by chunk from an
-// empty KV cache, with an observer that accumulates the input-channel statistics of the
-// chosen linear layers. Kept apart from Calibration.cpp because it includes runtime headers
-// only (the runtime and the compiler each have a `Tokenizer`).
+// The runtime half of `--calib`: open an unquantized artifact, tokenize the calibration
+// text with the artifact's tokenizer and run the model over it, recording the input-channel
+// statistics of the chosen linear layers. The compiler never links the runtime, so the
+// forward pass comes in as a function: the `ingot` tool passes one that runs the CPU backend
+// (tools/ingot/calibration_forward.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "compiler/quant/ActivationAwareScales.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::compiler {
 
@@ -43,9 +43,8 @@ struct RecordedActivations {
 /// Runs the artifact at `artifactPath` over `text` (named `textName` in errors), recording
 /// the inputs of the linears whose weight names `record` accepts. Fails on an unreadable
 /// artifact, a text shorter than minTokens, or a failing step.
-StatusOr<RecordedActivations>
-recordLinearInputs(const std::string &artifactPath, const std::string &text,
-                   const std::string &textName, const ForwardOptions &options,
-                   const std::function<bool(const std::string &)> &record);
+using RecordLinearInputs = std::function<StatusOr<RecordedActivations>(
+    const std::string &artifactPath, const std::string &text, const std::string &textName,
+    const ForwardOptions &options, const std::function<bool(const std::string &)> &record)>;
 
 } // namespace ingot::compiler

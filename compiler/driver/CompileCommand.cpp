@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "compiler/artifact/ArtifactWriter.h"
-#include "compiler/artifact/DraftProgram.h"
+#include "core/artifact/artifact_writer.h"
+#include "core/artifact/draft_program.h"
 #include "codegen/cuda/KernelCache.h"
 #include "compiler/driver/AttentionKernels.h"
 #include "compiler/driver/FusedKernels.h"
@@ -29,7 +29,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
-#include "runtime/version.h"
+#include "core/base/version.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -332,6 +332,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     if (!options.calib.empty()) {
       CalibrationOptions calib;
       calib.textPath = options.calib;
+      calib.recordInputs = options.calibrationForward;
       calib.maxTokens = options.calibTokens.value_or(kDefaultCalibTokens);
       calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
                        : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/CalibrationForward.h"
+
 namespace ingot::compiler {
 
 /// `--calib-tokens` when not given.
@@ -69,6 +71,9 @@ struct CompileOptions {
   /// sm_XY[a|f] / compute_XY targets, or "" for the default ("all" where this build has
   /// NVRTC, else "none"). Compiled binaries are cached on disk (INGOT_KERNEL_CACHE).
   std::string cudaTargets;
+  /// The forward pass `--calib` runs the unquantized model with (the compiler never links
+  /// the runtime; the `ingot` tool passes the CPU backend's). Unset: --calib is refused.
+  RecordLinearInputs calibrationForward;
   /// The command line as typed, recorded in the artifact's provenance.
   std::vector<std::string> commandLine;
 };

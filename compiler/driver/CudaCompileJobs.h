@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 #include "compiler/driver/AttentionKernels.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::compiler {
 

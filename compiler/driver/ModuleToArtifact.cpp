@@ -10,7 +10,7 @@
 #include "compiler/driver/RandomWeights.h"
 #include "compiler/driver/ShardedTensors.h"
 #include "compiler/driver/StepFunctions.h"
-#include "runtime/artifact/dtype_info.h"
+#include "core/artifact/dtype_info.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 #include "compiler/import/ImportedModel.h"
 #include "compiler/quant/WeightEncoders.h"
 #include "mlir/IR/BuiltinOps.h"

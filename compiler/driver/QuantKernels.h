@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "codegen/cuda/QuantKernelsSource.h"
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 #include "compiler/driver/AttentionKernels.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::compiler {
 

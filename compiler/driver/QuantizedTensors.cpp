@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "runtime/artifact/dtype_info.h"
+#include "core/artifact/dtype_info.h"
 
 namespace ingot::compiler {
 namespace {

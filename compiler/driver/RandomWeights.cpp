@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "compiler/import/WeightConversion.h"
-#include "runtime/artifact/dtype_info.h"
+#include "core/artifact/dtype_info.h"
 
 namespace ingot::compiler {
 namespace {

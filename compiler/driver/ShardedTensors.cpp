@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/artifact/dtype_info.h"
+#include "core/artifact/dtype_info.h"
 
 namespace ingot::compiler {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 
 namespace ingot::compiler {
 

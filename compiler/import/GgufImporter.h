@@ -13,7 +13,7 @@
 #include <string>
 
 #include "compiler/import/ImportedModel.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::importer {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "compiler/import/ImportedModel.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::importer {
 

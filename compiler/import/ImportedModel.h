@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactContents.h"
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_contents.h"
+#include "core/artifact/artifact_writer.h"
 
 namespace ingot::importer {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/ArtifactContents.h"
+#include "core/artifact/artifact_contents.h"
 
 namespace ingot::importer {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 
 namespace ingot::importer {
 

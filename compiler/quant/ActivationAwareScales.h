@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "compiler/quant/WeightEncoders.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::quant {
 

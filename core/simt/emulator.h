@@ -2,7 +2,7 @@
 #pragma once
 
 // Implemented by codegen/cuda/emulator (library ingot_simt); used by the kernel tests there
-// and by the emulated CUDA driver (runtime/backend/cuda/fake_libcuda.cc in its executing
+// and by the emulated CUDA driver (testing/cuda/fake_libcuda.cc in its executing
 // mode). A module is the CUDA C++ translation unit NVRTC would compile, built by the host
 // compiler with the emulator's device prelude and instrumentation (docs/simt-emulator.md).
 // Launches run synchronously: blocks spread over a small pool of host threads, the

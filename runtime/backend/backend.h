@@ -12,7 +12,7 @@
 
 #include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

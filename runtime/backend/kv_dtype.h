@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/base/status.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/base/status.h"
 #include "runtime/bench/bench_result.h"
 #include "runtime/bench/workload.h"
 #include "runtime/engine/engine.h"

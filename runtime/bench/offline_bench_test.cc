@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 
 namespace ingot {
 namespace {

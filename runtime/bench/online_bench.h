@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/bench/bench_result.h"
 #include "runtime/bench/workload.h"
 

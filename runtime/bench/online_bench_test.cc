@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 #include "runtime/server/serve.h"
 #include "runtime/tokenizer/tokenizer.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "runtime/backend/backend.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/cli/tensor_parallel_launch.h"
 
 namespace ingot {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/generate/sequence_runner.h"

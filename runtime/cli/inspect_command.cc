@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string_view>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/artifact/dtype_info.h"
-#include "runtime/attention/region_disassembler.h"
-#include "runtime/attention/region_program.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/artifact/dtype_info.h"
+#include "core/region/region_disassembler.h"
+#include "core/region/region_program.h"
 
 namespace ingot {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "compiler/artifact/SampleArtifact.h"
-#include "runtime/artifact/artifact_reader.h"
+#include "testing/sample_artifact.h"
+#include "core/artifact/artifact_reader.h"
 
 namespace ingot {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/generate/sequence_runner.h"
 #include "runtime/generate/stop_matcher.h"

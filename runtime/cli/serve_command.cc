@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/cli/tensor_parallel_flag.h"
 #include "runtime/server/serve.h"
 #include "runtime/tokenizer/tokenizer.h"

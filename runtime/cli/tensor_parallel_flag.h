@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/base/status.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

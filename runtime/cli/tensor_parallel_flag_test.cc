@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "compiler/artifact/SampleArtifact.h"
+#include "testing/sample_artifact.h"
 
 namespace ingot {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "runtime/backend/backend.h"
 #include "runtime/backend/tp/tp_worker.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -1,7 +1,7 @@
 // `ingot tokenize`: the token ids (and pieces) an artifact's tokenizer gives a text.
 #include "runtime/cli/tokenize_command.h"
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace ingot {

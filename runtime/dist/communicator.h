@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/shared_memory_group.h"
 #include "runtime/dist/tcp_store.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

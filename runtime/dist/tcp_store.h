@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

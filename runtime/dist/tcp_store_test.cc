@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

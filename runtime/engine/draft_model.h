@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/kv/kv_cache_manager.h"
 #include "runtime/sched/step_plan.h"
 

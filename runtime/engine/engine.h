@@ -10,10 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/kv_dtype.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/engine/draft_model.h"
 #include "runtime/generate/sampler.h"
 #include "runtime/generate/stop_matcher.h"

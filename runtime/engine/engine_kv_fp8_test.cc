@@ -5,7 +5,7 @@
 #include <map>
 #include <random>
 
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 #include "runtime/engine/engine.h"
 
 namespace ingot {

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 
 namespace ingot {
 namespace {

@@ -8,8 +8,8 @@
 #include <map>
 #include <random>
 
-#include "runtime/attention/region_examples.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "core/region/region_examples.h"
+#include "testing/llama_program.h"
 #include "runtime/engine/engine.h"
 #include "runtime/spec/chi_square.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/generate/sequence_runner.h"
 
 namespace ingot {

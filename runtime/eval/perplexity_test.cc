@@ -8,8 +8,8 @@
 #include <memory>
 #include <random>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "core/artifact/artifact_reader.h"
+#include "testing/llama_program.h"
 
 namespace ingot {
 namespace {

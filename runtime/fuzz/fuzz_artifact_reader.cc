@@ -7,8 +7,8 @@
 
 #include <xxhash.h>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/cli/inspect_command.h"
 
 namespace {

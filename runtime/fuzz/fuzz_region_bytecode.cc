@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention/region_disassembler.h"
-#include "runtime/attention/region_program.h"
+#include "core/region/region_disassembler.h"
+#include "core/region/region_program.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "compiler/artifact/SampleArtifact.h"
+#include "testing/sample_artifact.h"
 
 namespace {
 

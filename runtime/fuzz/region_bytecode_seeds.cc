@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

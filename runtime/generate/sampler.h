@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/generate/logprobs.h"
 
 namespace ingot {

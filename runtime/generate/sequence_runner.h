@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/kv_dtype.h"

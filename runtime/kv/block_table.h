@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/kv/block_pool.h"
 
 namespace ingot {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/kv/block_pool.h"
 #include "runtime/kv/block_table.h"
 #include "runtime/kv/prefix_tree.h"

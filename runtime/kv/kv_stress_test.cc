@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "runtime/kv/kv_cache_manager.h"
 
 namespace ingot {

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/kv/kv_cache_manager.h"
 #include "runtime/sched/step_plan.h"
 

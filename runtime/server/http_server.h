@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/engine/engine.h"
 #include "runtime/server/engine_loop.h"
 #include "runtime/server/server_metrics.h"

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <ostream>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/base/status.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/base/status.h"
 #include "runtime/engine/engine.h"
 #include "runtime/server/http_server.h"
 #include "runtime/tokenizer/tokenizer.h"

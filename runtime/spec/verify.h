@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/spec/token_tree.h"
 
 namespace ingot {

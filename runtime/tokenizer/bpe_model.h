@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/tokenizer/tokenizer_data.h"
 
 namespace ingot {

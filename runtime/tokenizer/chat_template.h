@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/tokenizer/jinja_value.h"
 
 namespace ingot {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/tokenizer/jinja_value.h"
 
 namespace ingot::jinja {

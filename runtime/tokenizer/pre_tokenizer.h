@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

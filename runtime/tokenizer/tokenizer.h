@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/tokenizer/tokenizer_data.h"
 
 namespace ingot {

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/engine/engine.h"
 #include "runtime/generate/sampler.h"
 #include "runtime/generate/sequence_runner.h"

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/generate/sequence_runner.h"
 
 namespace ingot {

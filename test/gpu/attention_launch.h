@@ -8,8 +8,8 @@
 
 #include "codegen/cuda/AttentionKernelSource.h"
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "codegen/cuda/kernels/attention_params.h"
-#include "codegen/cuda/kernels/region_operands.h"
+#include "core/kernels/attention_params.h"
+#include "core/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "test/gpu/kernel_target.h"
 

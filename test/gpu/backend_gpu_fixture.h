@@ -12,11 +12,11 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 

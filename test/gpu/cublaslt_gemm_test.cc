@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cublaslt.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 
 namespace ingot {

@@ -13,11 +13,11 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/cuda/cuda_backend.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/step_builder.h"
 #include "test/gpu/backend_gpu_fixture.h"
 #include "test/gpu/kernel_target.h"
 

@@ -13,12 +13,12 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/backend/testing/step_builder.h"
-#include "runtime/base/test_seed.h"
+#include "testing/step_builder.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/shared_memory_group.h"
 #include "runtime/dist/tcp_store.h"

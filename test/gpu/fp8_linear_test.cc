@@ -17,13 +17,13 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "codegen/cuda/QuantGemvTestData.h"
+#include "test/kernels/quant_gemv_test_data.h"
 #include "codegen/cuda/QuantKernelsSource.h"
 #include "codegen/cuda/W8a8KernelsSource.h"
-#include "codegen/cuda/W8a8TestData.h"
+#include "test/kernels/w8a8_test_data.h"
 #include "codegen/cuda/kernels/fp8_producers.cuh"
 #include "runtime/backend/cuda/cublaslt.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/kernel_target.h"
 #include "test/gpu/gpu_fixture.h"
 

@@ -22,7 +22,7 @@
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/kernel_target.h"
 
 namespace ingot {

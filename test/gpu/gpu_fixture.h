@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 
 namespace ingot {

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "compiler/artifact/ArtifactWriter.h"
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/artifact_writer.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 
 namespace ingot {

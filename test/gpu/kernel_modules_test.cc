@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "compiler/artifact/ArtifactWriter.h"
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_writer.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cuda/kernel_modules.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 #include "test/gpu/kernel_target.h"
 

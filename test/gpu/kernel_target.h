@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 
 namespace ingot {

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/shared_memory_group.h"
 #include "runtime/dist/tcp_store.h"

@@ -17,11 +17,11 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "codegen/cuda/QuantGemmTestData.h"
+#include "test/kernels/quant_gemm_test_data.h"
 #include "codegen/cuda/QuantKernelsSource.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cublaslt.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 #include "test/gpu/quant_kernel_fixture.h"
 

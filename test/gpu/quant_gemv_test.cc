@@ -15,9 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "codegen/cuda/QuantGemvTestData.h"
+#include "test/kernels/quant_gemv_test_data.h"
 #include "codegen/cuda/QuantKernelsSource.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/gpu_fixture.h"
 #include "test/gpu/quant_kernel_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/NvrtcCompiler.h"
-#include "codegen/cuda/QuantGemvTestData.h"
+#include "test/kernels/quant_gemv_test_data.h"
 #include "codegen/cuda/QuantKernelsSource.h"
 #include "test/gpu/kernel_target.h"
 #include "test/gpu/gpu_fixture.h"

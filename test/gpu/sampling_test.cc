@@ -16,7 +16,7 @@
 #include "codegen/cuda/FusedOpsSource.h"
 #include "codegen/cuda/NvrtcCompiler.h"
 #include "codegen/cuda/kernels/sampling.cuh"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "test/gpu/kernel_target.h"
 #include "test/gpu/gpu_fixture.h"
 

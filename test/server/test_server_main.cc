@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "core/artifact/artifact_reader.h"
+#include "testing/llama_program.h"
 #include "runtime/server/serve.h"
 #include "runtime/tokenizer/tokenizer.h"
 

@@ -10,8 +10,8 @@
 #include "codegen/cpu/RegionBytecodeEmitter.h"
 #include "codegen/cuda/AttentionRegionEmitter.h"
 #include "dialects/ingot/IngotDialect.h"
-#include "runtime/attention/region_disassembler.h"
-#include "runtime/attention/region_program.h"
+#include "core/region/region_disassembler.h"
+#include "core/region/region_program.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

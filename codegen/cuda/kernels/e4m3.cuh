@@ -10,7 +10,7 @@
 // E4M3FN (OCP FP8, MLIR f8E4M3FN): bit 7 sign, bits 6..3 exponent (bias 7), bits 2..0
 // mantissa; exponent 0 is subnormal (m * 2^-9); no infinities; S.1111.111 is NaN; the
 // largest finite value is 448. The reference is runtime/backend/cpu/quant_formats.h
-// (e4m3fnToF32, f32ToE4m3fn); codegen/cuda/E4m3HostTest.cpp checks this header against it.
+// (e4m3fnToF32, f32ToE4m3fn); test/kernels/e4m3_host_test.cc checks this header against it.
 //
 // The kernel sources concatenate the embedded headers for NVRTC (the
 // `#include "codegen/..."` lines are dropped there), so this header must be listed before

@@ -1,6 +1,7 @@
 // W8A8 FP8 linears: the per-token E4M3 activation quantizer and the scale epilogue that
 // surround the cuBLASLt FP8 GEMM (runtime/backend/cuda/cuda_fp8_linear.cc).
 #pragma once
+#include "core/kernels/w8a8_params.h"
 
 // The W8A8 path of an fp8 linear (per-output-channel E4M3 weights, runtime/backend/cpu/
 // quant_linear.h) on sm_90 and newer:
@@ -15,10 +16,10 @@
 //      weight's channel scales (1 when per-tensor), g its global scale: the un-padding, both
 //      scale vectors and the bias in one pass.
 // The per-thread loops are INGOT_W8A8_HD so the host test runs the very code the kernels
-// run, thread by thread (codegen/cuda/W8a8HostTest.cpp).
+// run, thread by thread (test/kernels/w8a8_host_test.cc).
 //
 // The kernels are built with --use_fast_math (approximate division, flush-to-zero), while
-// the host emulation (codegen/cuda/W8a8TestData.h) that test/gpu/fp8_linear_test.cc compares
+// the host emulation (test/kernels/w8a8_test_data.h) that test/gpu/fp8_linear_test.cc compares
 // codes against is exact IEEE: so the scale's division, the reciprocal and every product
 // go through correctly rounded intrinsics (__fdiv_rn, __frcp_rn, __fmul_rn, __fmaf_rn) on the
 // device, and every value FTZ would flush is flushed explicitly on both sides (a subnormal
@@ -36,65 +37,6 @@
 namespace ingot {
 namespace w8a8 {
 
-/// Threads per CTA of both kernels (8 warps): one CTA per activation row for the quantizer.
-constexpr int kW8a8Threads = 256;
-/// Largest finite E4M3FN magnitude: a row's absmax maps onto it.
-constexpr float kE4m3Max = 448.0f;
-/// K and N are padded to multiples of 16 for cuBLASLt's FP8 kernels: its documented FP8
-/// requirements are 16-byte aligned leading dimensions (16 one-byte codes) and 16-multiple
-/// matrix dimensions for the tensor-core tiles.
-constexpr int kFp8Align = 16;
-/// Columns one quantizer thread handles per step: 4 codes make one 32-bit store.
-constexpr int kCodesPerStep = 4;
-/// The smallest row scale: FLT_MIN = 2^-126, the least normal f32. A row with absmax below
-/// 448 * 2^-126 would get a subnormal scale, which the device flushes to zero (so 1 / s is
-/// inf and its zeros NaN codes); with 2^-126 its codes x * 2^126 are exact and below 448.
-constexpr float kMinRowScale = 1.17549435e-38f;
-/// The absmax from which absmax / 448 is at least kMinRowScale: 448 * 2^-126 (exact).
-constexpr float kMinScaledAbsMax = 448.0f * kMinRowScale;
-
-/// ingot_fp8_quantize_rows: grid (rows, 1, 1), block (kW8a8Threads, 1, 1), no dynamic shared
-/// memory. checkQuantizeRowsParams lists what must hold.
-struct QuantizeRowsParams {
-  const float *x;          ///< [rows, x_stride] f32
-  unsigned char *codes;    ///< [rows, codes_stride] E4M3FN
-  float *row_scales;       ///< [rows]: s[t] (1 for an all-zero row)
-  long x_stride;           ///< floats between rows of x
-  long codes_stride;       ///< bytes between rows of codes: >= K, a multiple of kFp8Align
-  int K;                   ///< columns of x quantized; [K, codes_stride) are written as 0
-  int rows;
-};
-static_assert(sizeof(QuantizeRowsParams) == 48, "QuantizeRowsParams layout changed");
-
-/// ingot_fp8_scale_epilogue: grid (epilogueGridSize(rows * N), 1, 1), block (kW8a8Threads,
-/// 1, 1), grid-stride over the rows * N outputs.
-struct ScaleEpilogueParams {
-  const float *acc;             ///< [rows, acc_stride] f32: the unit-scale FP8 GEMM
-  const float *row_scales;      ///< [rows]
-  const float *channel_scales;  ///< [N], or null (per-tensor weight scale)
-  const float *bias;            ///< [N] or null
-  float *y;                     ///< [rows, y_stride] f32
-  long acc_stride, y_stride;    ///< floats between rows
-  int N, rows;
-  float global_scale;           ///< the weight's tensor scale (1 when per-channel)
-};
-static_assert(sizeof(ScaleEpilogueParams) == 72, "ScaleEpilogueParams layout changed");
-
-/// CTAs of the epilogue: enough for one element per thread, at most 4096 (grid-stride above).
-INGOT_W8A8_HD unsigned epilogueGridSize(long count) {
-  const long ctas = (count + kW8a8Threads - 1) / kW8a8Threads;
-  return static_cast<unsigned>(ctas < 1 ? 1 : ctas > 4096 ? 4096 : ctas);
-}
-
-/// Null when `p` can be launched, else what is wrong.
-INGOT_W8A8_HD const char *checkQuantizeRowsParams(const QuantizeRowsParams &p) {
-  if (!p.x || !p.codes || !p.row_scales) return "fp8 quantize rows: x, codes and row_scales must be set";
-  if (p.K <= 0 || p.rows < 0) return "fp8 quantize rows: K must be positive and rows not negative";
-  if (p.x_stride < p.K) return "fp8 quantize rows: x_stride must be at least K";
-  if (p.codes_stride < p.K || p.codes_stride % kFp8Align != 0)
-    return "fp8 quantize rows: codes_stride must be at least K and a multiple of 16";
-  return nullptr;
-}
 
 /// |v| with a subnormal v read as 0, as the device's flush-to-zero reads it: integer
 /// arithmetic, so the absmax of a row is the same bits on host and device. NaN stays NaN.

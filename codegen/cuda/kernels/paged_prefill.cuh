@@ -14,7 +14,7 @@
 
 #include <cuda_bf16.h>
 
-#include "codegen/cuda/kernels/attention_params.h"
+#include "core/kernels/attention_params.h"
 #include "codegen/cuda/kernels/paged_decode.cuh"
 #include "codegen/cuda/kernels/ptx.cuh"
 #include "codegen/cuda/kernels/region_ops.h"

@@ -1,5 +1,6 @@
 // Tensor-core dequantizing GEMM for quantized linear weights at prefill token counts.
 #pragma once
+#include "core/kernels/quant_params.h"
 
 // y[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]): the product of quant_gemv.cuh, same
 // parameters (QuantGemvParams), same packed weight layout, same f32 x and y, for T large
@@ -43,62 +44,7 @@
 namespace ingot {
 namespace quantgemm {
 
-using quantgemv::Format;
-using quantgemv::QuantGemvParams;
-using quantgemv::ScaleType;
 
-/// Tokens per CTA tile: 64 keeps a 512-token prefill at 8 weight reads (from L2 after the
-/// first) while a 64-token prompt still fills one tile.
-constexpr int kGemmTileT = 64;
-/// Outputs per CTA tile: 128 halves the activation traffic of a 64-wide tile (f32 x is
-/// re-read once per N tile) at 30 KiB of double-buffered operands.
-constexpr int kGemmTileN = 128;
-/// K per step: two wmma k-steps; 16 codes per thread for the weight tile.
-constexpr int kGemmTileK = 32;
-/// Warps as 2 (tokens) x 4 (outputs), each owning a 32 x 32 sub-tile of 2 x 2 fragments.
-constexpr int kGemmWarpsT = 2, kGemmWarpsN = 4;
-constexpr int kGemmWarps = kGemmWarpsT * kGemmWarpsN;
-constexpr int kGemmThreads = 32 * kGemmWarps;
-constexpr int kGemmWarpT = kGemmTileT / kGemmWarpsT, kGemmWarpN = kGemmTileN / kGemmWarpsN;
-constexpr int kGemmFrag = 16;  ///< wmma bf16 m16n16k16
-/// Row pitch of the bf16 operand tiles: 8 elements (16 bytes) of padding make a row 80
-/// bytes, so the 8 rows a fragment load reads fall on 8 distinct 16-byte bank groups; a
-/// multiple of 8 elements as wmma requires.
-constexpr int kGemmLd = kGemmTileK + 8;
-/// Row pitch of the f32 epilogue tile (a multiple of 4 floats, as wmma requires).
-constexpr int kGemmOutLd = kGemmTileN + 4;
-constexpr int kGemmTileAElems = kGemmTileT * kGemmLd;  ///< activations, [tokens][k]
-constexpr int kGemmTileBElems = kGemmTileN * kGemmLd;  ///< weights, [outputs][k]
-constexpr int kGemmStageBytes = 2 * (kGemmTileAElems + kGemmTileBElems);
-constexpr int kGemmOperandBytes = 2 * kGemmStageBytes;  ///< double-buffered
-constexpr int kGemmEpilogueBytes = 4 * kGemmTileT * kGemmOutLd;
-/// Static shared memory of one CTA (33 KiB: under the 48 KiB that needs no opt-in).
-constexpr int kGemmSharedBytes =
-    kGemmOperandBytes > kGemmEpilogueBytes ? kGemmOperandBytes : kGemmEpilogueBytes;
-static_assert(kGemmSharedBytes <= 48 * 1024, "the GEMM's shared memory must be static");
-/// Codes and activations each thread moves per K step.
-constexpr int kGemmWeightsPerThread = kGemmTileN * kGemmTileK / kGemmThreads;
-constexpr int kGemmActsPerThread = kGemmTileT * kGemmTileK / kGemmThreads;
-static_assert(kGemmWeightsPerThread == 16 && kGemmActsPerThread == 8,
-              "the stage functions move 16 codes and 8 activations per thread");
-
-/// Token rows from which the backend runs the GEMM instead of the GEMV. The GEMV decodes
-/// every weight once per 4-token tile and then spends one f32 FMA per weight per token on
-/// the CUDA cores: at T = 32 that is 8 decode passes and 32 FMAs per weight, against one
-/// decode and tensor-core products per 64-token tile here. Below about 32 tokens the GEMM's
-/// grid (ceil(N / 128) CTAs per 64 tokens: 32 at N = 4096) leaves most SMs idle while the
-/// GEMV's ceil(N / 4) CTAs still stream the weights at full bandwidth. An estimate from
-/// the kernels' instruction counts, not yet a GPU measurement (test/gpu/quant_gemm_test.cc
-/// prints both kernels at T = 16 .. 512 for that).
-constexpr int kQuantGemmMinRows = 32;
-
-/// CTAs of a launch: x over N tiles, y over token tiles.
-INGOT_QUANT_HD constexpr unsigned quantGemmGridX(int N) {
-  return static_cast<unsigned>((N + kGemmTileN - 1) / kGemmTileN);
-}
-INGOT_QUANT_HD constexpr unsigned quantGemmGridY(int T) {
-  return static_cast<unsigned>((T + kGemmTileT - 1) / kGemmTileT);
-}
 
 /// f32 -> bf16 bits, round to nearest even (the device's __float2bfloat16_rn); NaN stays NaN.
 INGOT_QUANT_HD unsigned short floatToBf16Bits(float f) {
@@ -208,24 +154,6 @@ INGOT_QUANT_HD void storeActStage(int tid, const float (&v)[8], unsigned short *
   storeBf16Row<8>(tile + actRowOf(tid) * kGemmLd + actColOf(tid), out);
 }
 
-#if !defined(__CUDACC_RTC__)
-/// Why a weight of format f, K columns and `block` cannot go through the GEMM, or null when
-/// it can: the GEMV's shape rules and K a multiple of 16, since a thread's stage reads 16
-/// consecutive codes (16 fp8 bytes) and 8 activations from a column that is a multiple of
-/// 16 below K; with K = 8 mod 16 (an fp8 weight the GEMV takes) the last step would read
-/// past the row. The CUDA backend checks it at load and leaves such a weight on the GEMV.
-inline const char *checkQuantGemmShape(Format f, int K, int block) {
-  if (const char *gemv = quantgemv::checkQuantGemvShape(f, K, block)) return gemv;
-  if (K % 16 != 0) return "quant gemm: K must be a multiple of 16 (16-code weight stages)";
-  return nullptr;
-}
-
-/// checkQuantGemvParams with the GEMM's shape rule (checkQuantGemmShape).
-inline const char *checkQuantGemmParams(const QuantGemvParams &p, Format f) {
-  if (const char *gemv = quantgemv::checkQuantGemvParams(p, f)) return gemv;
-  return checkQuantGemmShape(f, p.K, p.block);
-}
-#endif
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 

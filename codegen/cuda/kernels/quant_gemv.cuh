@@ -1,5 +1,6 @@
 // Fused dequantize-GEMV/GEMM kernels for quantized linear weights (int4, fp8, nvfp4, mxfp4).
 #pragma once
+#include "core/kernels/quant_params.h"
 
 // y[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for t < T, with w a quantized [N, K] matrix
 // in the runtime's packed layout (runtime/backend/cpu/quant_linear.h, QuantMatrix): codes
@@ -36,55 +37,6 @@
 namespace ingot {
 namespace quantgemv {
 
-/// Threads per CTA: 4 warps. Small CTAs keep many rows in flight per SM.
-constexpr int kQuantWarps = 4;
-constexpr int kQuantThreads = 32 * kQuantWarps;
-/// Output rows per warp; with more than one, a single token's rows share each activation
-/// load. A 4-bit weight byte meets 8 bytes of f32 activations per token, so with one row per
-/// warp the L1 loads of x are 8x the weight stream, which may bound a decode GEMV before
-/// DRAM does. 2 rows would halve that, but ptxas then spills at 56-128 registers whatever
-/// the __launch_bounds__ minimum (QuantKernelsCompileTest, 2026-11-30): 1 until a GPU
-/// measurement says the trade is worth a restructured loop.
-constexpr int kQuantRowsPerWarp = 1;
-constexpr int kQuantRowsPerCta = kQuantWarps * kQuantRowsPerWarp;
-/// Tokens per pass over a weight row. 4 keeps a kernel at 54-64 registers without spills on
-/// every default target (8 CTAs, 32 warps per SM streaming weights); an 8-token tile took
-/// about 120 (4 CTAs per SM), and ptxas spilled when held to 96 or 80. A decode batch of 5-8
-/// reads a row twice, the second time from L1 (a row is K / 2 bytes, 2 KiB at K = 4096).
-constexpr int kQuantTileT = 4;
-
-/// The weight formats; values equal ingot::QuantFormat (runtime/backend/cpu/quant_linear.h).
-enum class Format : int { kInt4Min = 0, kInt4Zero = 1, kFp8 = 2, kNvfp4 = 3, kMxfp4 = 4 };
-/// Int4 scale and zero/min element type; values equal ingot::GroupScaleType.
-enum class ScaleType : int { kF16 = 0, kBF16 = 1, kF32 = 2 };
-
-/// Launch parameters of every ingot_quant_gemv_* kernel (plain C++: the backend fills it).
-/// Launch: grid (quantGemvGridSize(N), 1, 1), block (kQuantThreads, 1, 1), no dynamic
-/// shared memory. checkQuantGemvParams lists what must hold.
-struct QuantGemvParams {
-  const unsigned char *codes;   ///< [N, rowBytes]: K bytes (fp8) or K / 2 (4-bit) per row
-  /// int4: [N, K / block] of scale_type; nvfp4: f8E4M3FN bytes; mxfp4: f8E8M0FNU bytes;
-  /// fp8: unused (null).
-  const void *scales;
-  const void *zeros;            ///< int4: the zeros or mins, [N, K / block] of scale_type
-  const float *channel_scales;  ///< fp8: [N], or null for a per-tensor scale
-  const float *x;               ///< [T, x_stride] f32, rows 16-byte aligned
-  const float *bias;            ///< [N] or null
-  float *y;                     ///< [T, y_stride] f32
-  long x_stride;                ///< floats between tokens of x (a multiple of 4)
-  long y_stride;                ///< floats between tokens of y
-  int N, K, T;
-  int block;                    ///< elements per scale along K: int4 group, 16, 32; K for fp8
-  int scale_type;               ///< int4: a ScaleType, the one of the entry point's name
-  float global_scale;           ///< multiplies every output (nvfp4 tensor / fp8 tensor scale)
-};
-// The host fills the struct the device reads: one layout on both (LP64).
-static_assert(sizeof(QuantGemvParams) == 96, "QuantGemvParams layout changed");
-
-/// CTAs of a launch over N output rows: ceil(N / kQuantRowsPerCta).
-INGOT_QUANT_HD constexpr unsigned quantGemvGridSize(int N) {
-  return static_cast<unsigned>((N + kQuantRowsPerCta - 1) / kQuantRowsPerCta);
-}
 
 // ---- per-element math (host and device) -------------------------------------------------
 
@@ -301,48 +253,6 @@ INGOT_QUANT_HD bool sixteenByteChunks(const QuantGemvParams &p, bool fp8) {
   return rowBytes % 16 == 0 && reinterpret_cast<unsigned long>(p.codes) % 16 == 0;
 }
 
-#if !defined(__CUDACC_RTC__)
-/// Why a weight of format f, K columns and `block` cannot go through the kernel, or null
-/// when it can: the shape half of checkQuantGemvParams, which the CUDA backend checks when
-/// it loads a quantized linear (before any pointer exists). A row must be whole 8-byte code
-/// chunks: K a multiple of 8 for fp8 (one byte a code; its activations, 4 per code word, are
-/// then float4 loads of rows whose stride K is a multiple of 4), of 16 for the 4-bit formats;
-/// block a power of two from 16 dividing K (int4, nvfp4 16, mxfp4 32), K for fp8.
-inline const char *checkQuantGemvShape(Format f, int K, int block) {
-  const bool fp8 = f == Format::kFp8, int4 = f == Format::kInt4Min || f == Format::kInt4Zero;
-  if (K <= 0) return "quant gemv: K must be positive";
-  if (fp8 && K % 8 != 0)
-    return "quant gemv: an fp8 weight's K must be a multiple of 8 (8-byte code loads)";
-  if (!fp8 && K % 16 != 0) return "quant gemv: K must be a multiple of 16";
-  if (fp8 && block != K) return "quant gemv: an fp8 weight's block must be K";
-  if (f == Format::kNvfp4 && block != 16) return "quant gemv: nvfp4 blocks are 16";
-  if (f == Format::kMxfp4 && block != 32) return "quant gemv: mxfp4 blocks are 32";
-  if (int4 && (block < 16 || (block & (block - 1)) != 0 || K % block != 0))
-    return "quant gemv: the int4 group must be a power of two >= 16 dividing K";
-  if (f == Format::kMxfp4 && K % 32 != 0) return "quant gemv: mxfp4 K must be a multiple of 32";
-  return nullptr;
-}
-
-/// Why `p` cannot be launched with the kernel of (f, scale type in p), or null when it can:
-/// checkQuantGemvShape, then the pointers: 8-byte aligned codes, 16-byte aligned x rows.
-inline const char *checkQuantGemvParams(const QuantGemvParams &p, Format f) {
-  const bool fp8 = f == Format::kFp8, int4 = f == Format::kInt4Min || f == Format::kInt4Zero;
-  if (!p.codes || !p.x || !p.y) return "quant gemv: codes, x and y must be set";
-  if (p.N <= 0 || p.K <= 0 || p.T <= 0) return "quant gemv: N, K and T must be positive";
-  if (const char *shape = checkQuantGemvShape(f, p.K, p.block)) return shape;
-  if (!fp8 && !p.scales) return "quant gemv: the block scales must be set";
-  if (int4 && !p.zeros) return "quant gemv: the int4 zeros/mins must be set";
-  if (int4 && (p.scale_type < 0 || p.scale_type > 2))
-    return "quant gemv: scale_type must be f16 (0), bf16 (1) or f32 (2)";
-  if (reinterpret_cast<unsigned long>(p.codes) % 8 != 0)
-    return "quant gemv: codes must be 8-byte aligned";
-  if (reinterpret_cast<unsigned long>(p.x) % 16 != 0 || p.x_stride % 4 != 0 ||
-      p.x_stride < p.K)
-    return "quant gemv: x rows must be 16-byte aligned (x_stride a multiple of 4, >= K)";
-  if (p.y_stride < p.N) return "quant gemv: y_stride must be >= N";
-  return nullptr;
-}
-#endif
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 

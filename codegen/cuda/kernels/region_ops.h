@@ -2,7 +2,7 @@
 #pragma once
 
 // Each helper is the exact counterpart of one case of the CPU evaluator
-// (runtime/attention/region_evaluator.cc): integer values are held canonically (the low W bits,
+// (core/region/region_evaluator.cc): integer values are held canonically (the low W bits,
 // zero-extended, in a u32 or u64 container) and every result wraps to its width; poison and
 // traps follow schemas/region_bytecode.h, made total: a poison-producing op returns 0 (the
 // evaluator's register value) and sets its poison flag, a trapping op returns 0 and sets an
@@ -11,7 +11,7 @@
 // the device library and may differ from the host's libm by a few ulp (see
 // docs/attention-variants.md, "CUDA").
 
-#include "codegen/cuda/kernels/region_operands.h"
+#include "core/kernels/region_operands.h"
 
 #if !defined(__CUDACC_RTC__)
 #include <cmath>

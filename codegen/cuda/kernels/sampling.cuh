@@ -1,5 +1,6 @@
 // Token sampling of logit rows (greedy, temperature, top-k/p, min-p): one algorithm for host and GPU.
 #pragma once
+#include "core/kernels/sampling_params.h"
 
 // Semantics are those of the CPU Sampler (runtime/generate/sampler.cc, Sampler::filter and
 // Sampler::draw, argmax) for a row without penalties, given the uniform the request's
@@ -36,28 +37,6 @@
 namespace ingot {
 namespace sampling {
 
-/// Threads per CTA of ingot_fused_sample_f32: one CTA per logit row.
-constexpr int kSampleThreads = 256;
-
-/// One logit row's sampling parameters (24 bytes; the runtime's RowSampling has this layout).
-struct RowParams {
-  float temperature;  ///< <= 0: greedy
-  int top_k;          ///< <= 0 or >= #candidates: all
-  float top_p;        ///< >= 1: all
-  float min_p;        ///< <= 0: off
-  double u;           ///< the uniform in [0, 1) of the draw (ignored when greedy)
-};
-static_assert(sizeof(RowParams) == 24, "RowParams is the runtime's 24-byte RowSampling");
-
-/// Launch parameters of ingot_fused_sample_f32: one CTA (256 threads) per row.
-struct SampleParams {
-  const float *logits;      ///< [rows, row_stride], the first `vocab` of each row used
-  long row_stride;          ///< elements from one row to the next (>= vocab)
-  int vocab;
-  int rows;                 ///< the grid: one CTA per row
-  const RowParams *params;  ///< [rows]
-  int *tokens;              ///< [rows] out
-};
 
 // ---- keys (host and device) ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "codegen/cuda/AttentionRegionEmitter.h"
-#include "runtime/attention/region_bytecode_builder.h"
+#include "core/region/region_bytecode_builder.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "compiler/import/gguf/GgmlType.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::gguf {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::gguf {
 

@@ -19,7 +19,7 @@
 
 #include "compiler/import/gguf/GgmlType.h"
 #include "compiler/import/gguf/GgufValue.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::gguf {
 

@@ -18,7 +18,7 @@
 #include "compiler/import/ImportedModel.h"
 #include "compiler/import/hf/PackedInt4Linear.h"
 #include "compiler/import/hf/SafetensorsFile.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::importer::hf {
 

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "compiler/artifact/ArtifactContents.h"
-#include "runtime/base/status.h"
+#include "core/artifact/artifact_contents.h"
+#include "core/base/status.h"
 
 namespace ingot::importer::hf {
 

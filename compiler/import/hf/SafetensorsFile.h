@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot::importer::hf {
 

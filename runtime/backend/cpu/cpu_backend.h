@@ -9,13 +9,13 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/simd_level.h"
 #include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 
@@ -46,7 +46,7 @@ struct CpuBackendOptions {
   std::optional<KvDtype> kv_dtype;
   /// Quantized-linear kernels to use instead of the SIMD level's (not owned; must outlive
   /// the backend): for measurements such as the W8A8 emulation of
-  /// runtime/backend/bench/w8a8_accuracy.cc. Null = quantKernels(simd).
+  /// bench/cpu/w8a8_accuracy.cc. Null = quantKernels(simd).
   const QuantKernels* quant_kernels = nullptr;
 };
 

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "runtime/backend/cpu/cpu_backend.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
 
 namespace ingot {
 namespace {

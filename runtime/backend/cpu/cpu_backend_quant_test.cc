@@ -10,11 +10,11 @@
 #include <random>
 #include <string>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cpu/quant_formats.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 
 namespace ingot {
 namespace {

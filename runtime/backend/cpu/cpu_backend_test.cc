@@ -11,12 +11,12 @@
 #include <map>
 #include <random>
 
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 #include "runtime/backend/cpu/half_float.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 #include "runtime/backend/cpu/weight_store.h"
-#include "runtime/backend/testing/step_builder.h"
-#include "runtime/base/test_seed.h"
+#include "testing/step_builder.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/backend/cpu/simd_level.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

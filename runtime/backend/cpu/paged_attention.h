@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/attention/region_program.h"
+#include "core/region/region_program.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/kv_fp8.h"
 #include "runtime/backend/cpu/thread_pool.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

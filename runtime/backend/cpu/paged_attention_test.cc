@@ -12,7 +12,7 @@
 #include <random>
 #include <cstring>
 
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 #include "runtime/backend/cpu/quant_formats.h"
 
 namespace ingot {

@@ -5,14 +5,14 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/attention/region_program.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/region/region_program.h"
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/weight_store.h"
 #include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -16,9 +16,9 @@
 #include <random>
 
 #include "runtime/backend/cpu/weight_store.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 #include "runtime/engine/engine.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/step_builder.h"
 
 namespace ingot {
 namespace {

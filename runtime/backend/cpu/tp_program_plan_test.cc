@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "compiler/artifact/ArtifactWriter.h"
+#include "core/artifact/artifact_writer.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/dist/shared_memory_group.h"
 

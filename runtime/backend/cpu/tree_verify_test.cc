@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "runtime/attention/region_examples.h"
+#include "core/region/region_examples.h"
 #include "runtime/backend/cpu/cpu_backend.h"
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 
 namespace ingot {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "runtime/artifact/dtype_info.h"
+#include "core/artifact/dtype_info.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cpu/quant_linear_layout.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/cpu/kernels.h"
 #include "runtime/backend/cpu/quant_linear.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -14,8 +14,8 @@
 
 #include "runtime/backend/cpu/quant_formats.h"
 #include "runtime/backend/cuda/cublaslt.h"
-#include "runtime/backend/cuda/fake_cuda_test.h"
-#include "runtime/base/test_seed.h"
+#include "testing/cuda/fake_cuda_test.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

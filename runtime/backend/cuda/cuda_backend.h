@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cuda/kernel_modules.h"
 #include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/step_inputs.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

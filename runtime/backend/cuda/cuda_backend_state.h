@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/backend/cpu/program_plan.h"
 #include "runtime/backend/cpu/weight_store.h"
 #include "runtime/backend/cuda/cublaslt.h"

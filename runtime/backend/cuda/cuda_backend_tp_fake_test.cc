@@ -19,11 +19,11 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_backend.h"
-#include "runtime/backend/cuda/fake_cuda_test.h"
-#include "runtime/backend/cuda/fake_libcuda.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
-#include "runtime/base/test_seed.h"
+#include "testing/cuda/fake_cuda_test.h"
+#include "testing/cuda/fake_libcuda.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {

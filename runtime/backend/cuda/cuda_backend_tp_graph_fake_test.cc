@@ -1,6 +1,6 @@
 // A CUDA tensor-parallel rank with NCCL on the CPU: decode graphs with the collectives inside.
 //
-// A TP2 tiny Llama rank over the fake libcuda + libnccl (runtime/dist/nccl_fake_driver.cc,
+// A TP2 tiny Llama rank over the fake libcuda + libnccl (testing/cuda/nccl_fake_driver.cc,
 // loaded as libcuda.so.1) and the fake libcublasLt, with a real NcclCommunicator. The fake
 // records stream work made during a capture into the graph and runs it at each launch, and
 // its NCCL group mirrors this rank (a sum doubles, a gather repeats the slice), so the data a
@@ -24,11 +24,11 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend/cuda/cuda_backend.h"
-#include "runtime/backend/cuda/fake_cuda_test.h"
-#include "runtime/backend/cuda/fake_libcuda.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
-#include "runtime/base/test_seed.h"
+#include "testing/cuda/fake_cuda_test.h"
+#include "testing/cuda/fake_libcuda.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/nccl_communicator.h"
 #include "runtime/dist/tcp_store.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 
@@ -19,7 +19,7 @@ struct CudaDriverEntryPoint {
 };
 
 /// The emulated CUDA stack (driver, cuBLASLt and NCCL in one library over the SIMT emulator,
-/// runtime/backend/cuda/fake_libcuda.cc in its executing mode) when INGOT_CUDA_DRIVER is
+/// testing/cuda/fake_libcuda.cc in its executing mode) when INGOT_CUDA_DRIVER is
 /// "emulated": its path, beside the running binary (../lib) or where this build put it.
 /// Nothing else selects it: a real run never falls back to emulation. NotFound when the
 /// variable is not "emulated"; an error when this build has no emulated stack.

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "codegen/cuda/kernels/fp8_producers.cuh"
-#include "codegen/cuda/kernels/fp8_w8a8.cuh"
+#include "core/kernels/w8a8_params.h"
+#include "core/kernels/w8a8_params.h"
 
 namespace ingot {
 namespace {

@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "codegen/cuda/kernels/kv_fp8.cuh"
+#include "core/kernels/kv_fp8_params.h"
 #include "runtime/backend/cpu/kv_fp8.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 

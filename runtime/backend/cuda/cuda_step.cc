@@ -2,13 +2,13 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "codegen/cuda/kernels/attention_params.h"
-#include "codegen/cuda/kernels/fused_ops.cuh"
-#include "codegen/cuda/kernels/kv_fp8.cuh"
-#include "codegen/cuda/kernels/quant_gemm.cuh"
-#include "codegen/cuda/kernels/quant_gemv.cuh"
-#include "codegen/cuda/kernels/sampling.cuh"
-#include "codegen/cuda/kernels/region_operands.h"
+#include "core/kernels/attention_params.h"
+#include "core/kernels/fused_params.h"
+#include "core/kernels/kv_fp8_params.h"
+#include "core/kernels/quant_params.h"
+#include "core/kernels/quant_params.h"
+#include "core/kernels/sampling_params.h"
+#include "core/kernels/region_operands.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 #include "runtime/backend/cuda/cuda_fp8_linear.h"
 

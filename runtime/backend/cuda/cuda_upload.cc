@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "codegen/cuda/kernels/quant_gemm.cuh"
+#include "core/kernels/quant_params.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
 

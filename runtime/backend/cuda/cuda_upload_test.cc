@@ -9,8 +9,8 @@
 
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/base/test_seed.h"
+#include "testing/llama_program.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

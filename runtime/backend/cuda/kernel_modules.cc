@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "runtime/artifact/manifest_checks.h"
+#include "core/artifact/manifest_checks.h"
 #include "runtime/backend/cuda/ptx_jit_cache.h"
 
 namespace ingot {

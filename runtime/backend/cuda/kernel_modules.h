@@ -8,10 +8,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
-#include "runtime/artifact/kernel_binary.h"
+#include "core/artifact/artifact_reader.h"
+#include "core/artifact/kernel_binary.h"
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -14,10 +14,10 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/artifact/ArtifactWriter.h"
-#include "runtime/backend/cuda/fake_libcuda.h"
+#include "core/artifact/artifact_writer.h"
+#include "testing/cuda/fake_libcuda.h"
 #include "runtime/backend/cuda/ptx_jit_cache.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

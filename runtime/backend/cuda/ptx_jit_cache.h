@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "runtime/backend/cuda/cuda_driver.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -1,6 +1,6 @@
 // Packed CUDA step inputs, decode buckets, split-KV and KV pool sizing, on the CPU.
 #include "runtime/backend/cuda/step_pack.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 #include <random>
 #include <set>

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/backend/tp/rank_backend.h"

@@ -15,10 +15,10 @@
 #include <random>
 
 #include "runtime/backend/cpu/tp_cpu_backend.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 
 namespace ingot {
 namespace {

@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/backend.h"
 #include "runtime/backend/cpu/cpu_backend.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {

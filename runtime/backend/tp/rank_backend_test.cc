@@ -13,10 +13,10 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {

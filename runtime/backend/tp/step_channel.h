@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runtime/backend/step_inputs.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <random>
 
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "schemas/region_bytecode.h"
 
 namespace ingot {

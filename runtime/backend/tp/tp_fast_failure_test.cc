@@ -28,14 +28,14 @@
 #include <thread>
 
 #include "runtime/backend/cpu/tp_cpu_backend.h"
-#include "runtime/backend/testing/llama_program.h"
-#include "runtime/backend/testing/step_builder.h"
+#include "testing/llama_program.h"
+#include "testing/step_builder.h"
 #include "runtime/backend/tp/channel_watch.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/backend/tp/rank_backend.h"
 #include "runtime/backend/tp/step_channel.h"
 #include "runtime/backend/tp/tp_process_test_util.h"
-#include "runtime/base/test_seed.h"
+#include "testing/test_seed.h"
 #include "runtime/dist/tcp_store.h"
 
 namespace ingot {

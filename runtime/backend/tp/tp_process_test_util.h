@@ -19,7 +19,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/backend/testing/llama_program.h"
+#include "testing/llama_program.h"
 #include "runtime/backend/tp/multi_process_tp_backend.h"
 #include "runtime/dist/communicator.h"
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/artifact/artifact_reader.h"
+#include "core/artifact/artifact_reader.h"
 #include "runtime/backend/kv_dtype.h"
 #include "runtime/backend/tp/channel_watch.h"
 #include "runtime/backend/tp/rank_backend.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/backend/tp/tp_worker.h"
-#include "runtime/base/status.h"
+#include "core/base/status.h"
 
 namespace ingot {
 
