@@ -9,27 +9,17 @@
 #include <thread>
 
 #include "runtime/backend/cpu/cpu_ops.h"
+#include "runtime/backend/cpu/cpu_step.h"
 #include "runtime/backend/cpu/kv_fp8.h"
 #include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/program_plan.h"
 #include "runtime/backend/cpu/quant_linear.h"
 #include "runtime/backend/cpu/thread_pool.h"
 #include "runtime/backend/cpu/weight_store.h"
+#include "runtime/backend/ops/op_definition.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {
-namespace {
-
-using schema::OpKind;
-
-/// Below this much work (multiply-adds or elements) a loop runs on the calling thread:
-/// waking the workers costs more than it saves.
-constexpr int64_t kMinParallelMacs = 1 << 16;
-constexpr int64_t kMinParallelElements = 1 << 14;
-/// Linear layers split their output rows in multiples of the kernels' row tile.
-constexpr int64_t kRowGrain = 4;
-
-}  // namespace
 
 CpuBackend::CpuBackend() = default;
 CpuBackend::~CpuBackend() = default;
@@ -146,10 +136,6 @@ Status CpuBackend::copyKvSlots(const std::vector<std::pair<int32_t, int32_t>>& m
   return okStatus();
 }
 
-float* CpuBackend::bufferData(int32_t buffer) {
-  return slots_[plan_->buffers[buffer].slot].data();
-}
-
 Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
   step_started_ = false;
   INGOT_RETURN_IF_ERROR(given.validate(shape_, num_kv_blocks_));
@@ -179,242 +165,39 @@ Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
   logits->assign(inputs.logit_rows.size() * static_cast<size_t>(shape_.vocab_size), 0.0f);
   if (num_tokens_ == 0) return okStatus();
   step_started_ = true;
-  for (size_t i = 0; i < plan_->steps.size(); ++i)
-    INGOT_RETURN_IF_ERROR(runStep(i, inputs, logits));
+  CpuStep cpu;
+  cpu.plan = plan_.get();
+  cpu.in = &inputs;
+  cpu.logits = logits;
+  cpu.tokens = num_tokens_;
+  cpu.pool = pool_.get();
+  cpu.kernels = kernels_;
+  cpu.quant_kernels = quant_kernels_;
+  cpu.slots = &slots_;
+  cpu.kv_dtype = kv_dtype_;
+  cpu.kv_pool = kv_pool_.data();
+  cpu.kv_codes = kv_codes_.data();
+  cpu.kv_scales = kv_scales_.data();
+  cpu.attention_scratch = attention_scratch_.get();
+  cpu.comm = comm_;
+  cpu.linear_observer = &linear_observer_;
+  cpu.x_bf16 = &x_bf16_;
+  cpu.xq = &xq_;
+  cpu.gathered = &gathered_;
+  cpu.gather_scratch = &gather_scratch_;
+  for (size_t i = 0; i < plan_->steps.size(); ++i) {
+    const PlannedStep& s = plan_->steps[i];
+    cpu.index = i;
+    INGOT_RETURN_IF_ERROR(s.definition->run_cpu(cpu, s));
+  }
   return okStatus();
 }
 
 double CpuBackend::attentionMacCost() const {
   if (!kernels_->bf16_activations) return 1.0;
   for (const PlannedStep& s : plan_->steps)
-    if (s.op == OpKind::Linear && s.weight.type == WeightType::kBF16) return 2.0;
+    if (s.op == schema::OpKind::Linear && s.weight.type == WeightType::kBF16) return 2.0;
   return 1.0;
-}
-
-Status CpuBackend::runStep(size_t index, const StepInputs& in, std::vector<float>* logits) {
-  const PlannedStep& s = plan_->steps[index];
-  const int64_t T = num_tokens_;
-  ThreadPool& pool = *pool_;
-  // Row-parallel loop over the T tokens, inline when the work is small.
-  auto rows = [&](int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
-    if (T * width < kMinParallelElements) fn(0, T);
-    else pool.parallelRanges(T, 1, fn);
-  };
-  auto linear = [&](LinearArgs args, int64_t N) {
-    const LinearKernel kernel = kernels_->linear[static_cast<int>(args.w_type)];
-    if (kernels_->bf16_activations && args.w_type == WeightType::kBF16) {
-      // Rounded once per call, read by every weight row.
-      if (x_bf16_.size() < static_cast<size_t>(args.T * args.x_stride))
-        x_bf16_.resize(args.T * args.x_stride);
-      uint16_t* xb = x_bf16_.data();
-      auto round = [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t)
-          kernels_->round_to_bf16(args.x + t * args.x_stride, args.K, xb + t * args.x_stride);
-      };
-      // args.T, not the step's token count: the logits linear reads only gathered rows.
-      if (args.T * args.K < kMinParallelElements) round(0, args.T);
-      else pool.parallelRanges(args.T, 1, round);
-      args.x_bf16 = xb;
-    }
-    if (args.T * N * args.K < kMinParallelMacs) kernel(args, 0, N);
-    else pool.parallelRanges(N, kRowGrain, [&](int64_t n0, int64_t n1) { kernel(args, n0, n1); });
-  };
-  // y [T, N] = x [T, K] w^T + bias for a quantized w: activations prepared once per call
-  // (the table's layout), then rows split over the pool as above.
-  auto quantizedLinear = [&](const QuantMatrix& w, const float* x, const float* bias, float* y) {
-    const QuantKernels& qk = *quant_kernels_;
-    const int64_t stride = qk.prepared_floats(w);
-    if (xq_.size() < static_cast<size_t>(T * stride)) xq_.resize(T * stride);
-    float* xq = xq_.data();
-    auto prepare = [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) qk.prepare(w, x + t * w.K, xq + t * stride);
-    };
-    if (T * w.K < kMinParallelElements) prepare(0, T);
-    else pool.parallelRanges(T, 1, prepare);
-    QuantLinearArgs a;
-    a.w = &w;
-    a.xq = xq;
-    a.xq_stride = stride;
-    a.bias = bias;
-    a.y = y;
-    a.y_stride = w.N;
-    a.T = T;
-    if (T * w.N * w.K < kMinParallelMacs) qk.linear(a, 0, w.N);
-    else pool.parallelRanges(w.N, kRowGrain, [&](int64_t n0, int64_t n1) { qk.linear(a, n0, n1); });
-  };
-
-  switch (s.op) {
-    case OpKind::Embedding: {
-      float* out = bufferData(s.outputs[0]);
-      const int64_t D = s.weight.cols();
-      rows(D, [&](int64_t t0, int64_t t1) {
-        if (s.vocab_start >= 0)
-          embeddingShardRows(in.tokens.data(), s.weight.data, s.weight.type, s.vocab_start,
-                             s.weight.rows(), D, out, t0, t1);
-        else embeddingRows(in.tokens.data(), s.weight.data, s.weight.type, D, out, t0, t1);
-      });
-      return okStatus();
-    }
-    case OpKind::AllReduce:
-    case OpKind::AllGather:
-      return collective(index, in, logits);
-    case OpKind::RmsNorm:
-    case OpKind::LayerNorm: {
-      const float* x = bufferData(s.inputs[0]);
-      float* out = bufferData(s.outputs[0]);
-      const int64_t D = plan_->buffers[s.inputs[0]].width;
-      const bool layer = s.op == OpKind::LayerNorm;
-      rows(D, [&](int64_t t0, int64_t t1) {
-        if (layer) layerNormRows(x, s.norm, s.bias, D, s.epsilon, out, t0, t1);
-        else rmsNormRows(x, s.norm, D, s.epsilon, out, t0, t1);
-      });
-      return okStatus();
-    }
-    case OpKind::Linear: {
-      if (linear_observer_)
-        linear_observer_(s.weight.name, bufferData(s.inputs[0]), T, s.weight.cols());
-      if (s.quantized) {
-        quantizedLinear(s.quant, bufferData(s.inputs[0]), s.bias, bufferData(s.outputs[0]));
-        return okStatus();
-      }
-      LinearArgs a;
-      a.K = s.weight.cols();
-      a.x = bufferData(s.inputs[0]);
-      a.x_stride = a.K;
-      a.w = s.weight.data;
-      a.w_type = s.weight.type;
-      a.bias = s.bias;
-      a.y = bufferData(s.outputs[0]);
-      a.y_stride = s.weight.rows();
-      a.T = T;
-      linear(a, s.weight.rows());
-      return okStatus();
-    }
-    case OpKind::Rope: {
-      const float* x = bufferData(s.inputs[0]);
-      float* out = bufferData(s.outputs[0]);
-      rows(s.num_heads * s.head_dim, [&](int64_t t0, int64_t t1) {
-        ropeRows(x, in.positions.data(), s.inv_freq, s.num_heads, s.head_dim, out, t0, t1);
-      });
-      return okStatus();
-    }
-    case OpKind::KvWrite: {
-      const float* k = bufferData(s.inputs[1]);
-      const float* v = bufferData(s.inputs[2]);
-      if (kv_dtype_ == KvDtype::kFp8E4M3) {
-        // Checked before any row is written, so a bad step leaves the pool as it was.
-        const KvCacheLayout& layout = plan_->kv_layout;
-        INGOT_RETURN_IF_ERROR(checkKvRowsFinite(k, v, T, layout.rowFloats(), s.layer));
-        // Blocks fill in slot order per (K/V, kv head): those pairs split over the pool.
-        const Fp8KvPool fp8{kv_codes_.data(), kv_scales_.data()};
-        const int64_t pairs = 2 * layout.num_kv_heads;
-        auto write = [&](int64_t p0, int64_t p1) {
-          kvWriteRowsFp8(fp8, layout, s.layer, k, v, in.slot_mapping.data(), T, p0, p1);
-        };
-        if (T * 2 * layout.rowFloats() < kMinParallelElements) write(0, pairs);
-        else pool.parallelRanges(pairs, 1, write);
-        return okStatus();
-      }
-      float* cache = kv_pool_.data();
-      rows(2 * plan_->kv_layout.rowFloats(), [&](int64_t t0, int64_t t1) {
-        kvWriteRows(cache, plan_->kv_layout, s.layer, k, v, in.slot_mapping.data(), t0, t1);
-      });
-      return okStatus();
-    }
-    case OpKind::Attention: {
-      AttentionBatch batch;
-      batch.block_tables = in.block_tables.data();
-      batch.max_blocks = in.max_blocks_per_request;
-      batch.seq_lens = in.seq_lens.data();
-      batch.query_start = in.query_start.data();
-      batch.num_requests = in.num_requests;
-      batch.num_tokens = T;
-      AttentionParams params = s.attention;
-      std::vector<RegionOperandView> extra;
-      for (int32_t e : s.extra_inputs) extra.push_back(in.extra_inputs[e]);
-      params.extra = extra.data();
-      params.num_extra = extra.size();
-      KvCacheView cache;
-      if (kv_dtype_ == KvDtype::kFp8E4M3) {
-        cache.codes = kv_codes_.data();
-        cache.scales = kv_scales_.data();
-        cache.decode = fp8RowsDecoder(kernels_->level);
-      } else {
-        cache.f32 = kv_pool_.data();
-      }
-      Status st = pagedAttention(bufferData(s.inputs[0]), cache, plan_->kv_layout,
-                                 batch, params, bufferData(s.outputs[0]), pool, *kernels_,
-                                 *attention_scratch_);
-      return st.withPrefix("step " + std::to_string(index) + " (attention)");
-    }
-    case OpKind::SiluMul:
-    case OpKind::GeluMul:
-    case OpKind::Add: {
-      const float* a = bufferData(s.inputs[0]);
-      const float* b = bufferData(s.inputs[1]);
-      float* out = bufferData(s.outputs[0]);
-      const int64_t W = plan_->buffers[s.outputs[0]].width;
-      rows(W, [&](int64_t t0, int64_t t1) {
-        if (s.op == OpKind::SiluMul) siluMulRange(a, b, out, t0 * W, t1 * W);
-        else if (s.op == OpKind::GeluMul) geluMulRange(a, b, out, t0 * W, t1 * W);
-        else addRange(a, b, out, t0 * W, t1 * W);
-      });
-      return okStatus();
-    }
-    case OpKind::Logits: {
-      const float* hidden = bufferData(s.inputs[0]);
-      const int64_t D = s.weight.cols(), V = s.weight.rows();
-      const int64_t L = static_cast<int64_t>(in.logit_rows.size());
-      if (L == 0) return okStatus();
-      if (static_cast<int64_t>(gathered_.size()) < L * D) gathered_.resize(L * D);
-      for (int64_t r = 0; r < L; ++r)
-        std::memcpy(gathered_.data() + r * D, hidden + in.logit_rows[r] * D, D * sizeof(float));
-      LinearArgs a;
-      a.x = gathered_.data();
-      a.x_stride = D;
-      a.w = s.weight.data;
-      a.w_type = s.weight.type;
-      // The full logits, or (vocab-parallel head) this rank's slice for an all_gather.
-      const bool slice = plan_->buffers[s.outputs[0]].kind != schema::BufferKind::Output;
-      a.y = slice ? bufferData(s.outputs[0]) : logits->data();
-      a.y_stride = V;
-      a.T = L;
-      a.K = D;
-      linear(a, V);
-      return okStatus();
-    }
-    default:
-      return internalError("step " + std::to_string(index) + ": op not planned");
-  }
-}
-
-Status CpuBackend::collective(size_t index, const StepInputs& in, std::vector<float>* logits) {
-  const PlannedStep& s = plan_->steps[index];
-  const PlannedBuffer& src = plan_->buffers[s.inputs[0]];
-  const PlannedBuffer& dst = plan_->buffers[s.outputs[0]];
-  const int64_t rows = src.logit_rows ? static_cast<int64_t>(in.logit_rows.size()) : num_tokens_;
-  const float* x = bufferData(s.inputs[0]);
-  float* y = dst.kind == schema::BufferKind::Output ? logits->data() : bufferData(s.outputs[0]);
-  const int64_t n = rows * src.width;
-  const std::string where = "step " + std::to_string(index);
-  if (s.op == OpKind::AllReduce) {
-    if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
-    if (!comm_) return okStatus();  // a group of one
-    return comm_->allReduceSum(y, n).withPrefix(where);
-  }
-  // all_gather along the last dimension: the ranks' [rows, W] slices side by side.
-  const int64_t world = plan_->world_size, W = src.width;
-  if (!comm_) {
-    if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
-    return okStatus();
-  }
-  if (static_cast<int64_t>(gather_scratch_.size()) < world * n) gather_scratch_.resize(world * n);
-  INGOT_RETURN_IF_ERROR(comm_->allGather(x, n, gather_scratch_.data()).withPrefix(where));
-  for (int64_t r = 0; r < world; ++r)
-    for (int64_t t = 0; t < rows; ++t)
-      std::memcpy(y + t * world * W + r * W, gather_scratch_.data() + r * n + t * W,
-                  static_cast<size_t>(W) * sizeof(float));
-  return okStatus();
 }
 
 }  // namespace ingot

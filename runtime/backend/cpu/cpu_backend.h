@@ -133,10 +133,6 @@ class CpuBackend final : public Backend {
 
  private:
   CpuBackend();
-  float* bufferData(int32_t buffer);
-  Status runStep(size_t index, const StepInputs& inputs, std::vector<float>* logits);
-  /// An all_reduce or all_gather step through the communicator (a copy in a group of one).
-  Status collective(size_t index, const StepInputs& inputs, std::vector<float>* logits);
 
   const Artifact* artifact_ = nullptr;
   int32_t tp_rank_ = -1;

@@ -17,6 +17,7 @@
 namespace ingot {
 
 class Communicator;
+struct OpDefinition;
 
 /// The program inputs by buffer index (the serving-step contract).
 enum ProgramInput : int32_t {
@@ -47,6 +48,8 @@ struct PlannedBuffer {
 /// One step with its weights resolved and parameters decoded.
 struct PlannedStep {
   schema::OpKind op = schema::OpKind::Invalid;
+  /// The op's definition (runtime/backend/ops/op_definition.h): how backends run it.
+  const OpDefinition* definition = nullptr;
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;
   WeightView weight;              ///< linear / embedding / logits matrix

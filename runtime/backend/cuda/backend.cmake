@@ -4,7 +4,8 @@ add_library(ingot_cuda_step_pack step_pack.cc)
 target_link_libraries(ingot_cuda_step_pack PUBLIC ingot_backend_cpu)
 
 add_library(ingot_backend_cuda cuda_backend.cc cuda_step.cc cuda_upload.cc cuda_collectives.cc
-  cuda_kv_pool.cc cuda_fp8_linear.cc)
+  cuda_kv_pool.cc cuda_fp8_linear.cc cuda_op_table.cc cuda_ops_attention.cc cuda_ops_fused.cc
+  cuda_ops_linear.cc)
 target_link_libraries(ingot_backend_cuda
   PUBLIC ingot_backend_cpu ingot_cuda_step_pack ingot_cuda_driver ingot_cuda_kernels ingot_cublaslt)
 
@@ -14,7 +15,7 @@ if(INGOT_BUILD_TESTS)
   gtest_discover_tests(ingot_cuda_step_pack_tests)
 
   # The weight upload against the fake libcuda (device memory is host memory there).
-  add_executable(ingot_cuda_upload_tests cuda_upload_test.cc)
+  add_executable(ingot_cuda_upload_tests cuda_upload_test.cc cuda_ops_test.cc)
   target_link_libraries(ingot_cuda_upload_tests PRIVATE ingot_backend_cuda ingot_backend_testing
     GTest::gtest_main)
   target_compile_definitions(ingot_cuda_upload_tests PRIVATE

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/cuda_ops.h"
 #include "runtime/backend/cuda/cuda_fp8_linear.h"
 #include "runtime/dist/communicator.h"
 
@@ -76,35 +77,15 @@ Status checkSupported(const Artifact& artifact, const ProgramPlan& plan, int32_t
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlannedStep& p = plan.steps[i];
     const std::string where = "step " + std::to_string(i) + ": ";
-    switch (p.op) {
-      case OpKind::Embedding: case OpKind::RmsNorm: case OpKind::Linear: case OpKind::Rope:
-      case OpKind::KvWrite: case OpKind::Attention: case OpKind::SiluMul: case OpKind::Add:
-      case OpKind::Logits: case OpKind::AllReduce: case OpKind::AllGather:
-        break;
-      default:
-        return unimplemented(where + schema::EnumNameOpKind(p.op) +
-                             " is not supported by the CUDA backend yet");
-    }
+    if (!findCudaOpDefinition(p.op))
+      return unimplemented(where + schema::EnumNameOpKind(p.op) +
+                           " is not supported by the CUDA backend yet");
     // planProgram accepts a head that writes an activation only as a vocab-parallel slice.
     if (p.op == OpKind::Logits && plan.buffers[p.outputs[0]].kind != schema::BufferKind::Output &&
         !plan.buffers[p.outputs[0]].logit_rows)
       return internalError(where + "the head writes neither the logits nor a slice of them");
   }
   return okStatus();
-}
-
-/// The GEMV kernel of a quantized weight's format (codegen QuantKernelsSource's names).
-std::string quantGemvKernel(const QuantMatrix& q) {
-  const char* scale = q.scale_type == GroupScaleType::kF16 ? "f16"
-                      : q.scale_type == GroupScaleType::kBF16 ? "bf16" : "f32";
-  switch (q.format) {
-    case QuantFormat::kInt4Min: return std::string("ingot_quant_gemv_int4min_") + scale;
-    case QuantFormat::kInt4Zero: return std::string("ingot_quant_gemv_int4zero_") + scale;
-    case QuantFormat::kFp8: return "ingot_quant_gemv_fp8";
-    case QuantFormat::kNvfp4: return "ingot_quant_gemv_nvfp4";
-    case QuantFormat::kMxfp4: return "ingot_quant_gemv_mxfp4";
-  }
-  return "ingot_quant_gemv_unknown";
 }
 
 /// The fused kernels, each attention step's decode and combine kernels, and each quantized
@@ -139,49 +120,12 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
     return notFound("an fp8 KV cache needs CUDA kernel ingot_fused_kv_write_fp8_f32, which the "
                     "artifact lacks" + recompile);
   if (fp8) INGOT_RETURN_IF_ERROR(fused("kv_write_fp8", &f.kv_write_fp8));
-  const schema::Manifest& manifest = s.artifact->manifest();
-  const schema::ProgramDef* def = manifest.programs()->Get(program);
+  const schema::ProgramDef* def = s.artifact->manifest().programs()->Get(program);
   for (size_t i = 0; i < s.plan->steps.size(); ++i) {
-    const PlannedStep& p = s.plan->steps[i];
-    if (p.op == OpKind::Linear && p.quantized) {
-      const std::string name = quantGemvKernel(p.quant);
-      StatusOr<LoadedKernel> k = m.find(name);
-      if (!k.ok())
-        return notFound("step " + std::to_string(i) + " (" + p.weight.name + ") needs CUDA kernel " +
-                        name + ", which the artifact lacks; recompile it with --cuda-targets");
-      s.steps[i].gemv = *k;
-      // Its prefill GEMM (same suffix), optional: older artifacts have only the GEMV.
-      const std::string gemm =
-          "ingot_quant_gemm" + name.substr(std::string("ingot_quant_gemv").size());
-      if (m.has(gemm)) {
-        INGOT_ASSIGN_OR_RETURN(s.steps[i].gemm, m.find(gemm));
-      }
-      continue;
-    }
-    if (p.op != OpKind::Attention) continue;
-    const int32_t kernel = def->steps()->Get(static_cast<uint32_t>(i))->kernel();
-    const std::string where = "attention step " + std::to_string(i);
-    if (kernel < 0 || !manifest.kernels() || kernel >= static_cast<int32_t>(manifest.kernels()->size()))
-      return notFound(where + " has no CUDA kernel (head dim " + std::to_string(p.attention.head_dim) +
-                      ", " + std::to_string(p.attention.num_heads / std::max<int64_t>(1, p.attention.num_kv_heads)) +
-                      " query heads per kv head): the compiler made none for this shape, or the "
-                      "artifact was compiled with --cuda-targets none");
-    const std::string name = manifest.kernels()->Get(kernel)->name()->str();
-    // codegen::decodeKernelName: "_kvfp8_" marks a kernel reading an fp8 pool.
-    const bool fp8Kernel = name.find("_kvfp8_") != std::string::npos;
-    if (fp8Kernel != fp8)
-      return failedPrecondition(
-          where + "'s CUDA kernel " + name + " reads " + (fp8Kernel ? "an fp8" : "an f32") +
-          " KV cache, not the " + kvDtypeName(s.kv_dtype) + " one asked for" +
-          (fp8 ? recompile
-               : "; run it with --kv-dtype fp8 (or the artifact's default), or recompile it "
-                 "with `ingot compile --kv-dtype f32`"));
-    INGOT_ASSIGN_OR_RETURN(s.steps[i].attention, m.find(name));
-    // codegen::combineKernelName(kF32, D): the combine kernel every f32 variant shares.
-    INGOT_ASSIGN_OR_RETURN(s.steps[i].combine,
-                           m.find("ingot_decode_combine_f32_d" + std::to_string(p.attention.head_dim)));
-    s.max_heads = std::max(s.max_heads, p.attention.num_heads);
-    s.head_dim = std::max(s.head_dim, p.attention.head_dim);
+    const CudaOpDefinition* op = findCudaOpDefinition(s.plan->steps[i].op);
+    s.steps[i].op = op;
+    if (op->resolve)
+      INGOT_RETURN_IF_ERROR(op->resolve(s, i, *def->steps()->Get(static_cast<uint32_t>(i))));
   }
   return okStatus();
 }
@@ -345,48 +289,20 @@ Status CudaBackend::stepAndSample(const StepInputs& in, const std::vector<RowSam
   return run(in, &rows, tokens, nullptr);
 }
 
-Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sampleRows,
-                        std::vector<int32_t>* tokens, std::vector<float>* logits) {
-  CudaBackendState& s = *s_;
-  const bool sample = sampleRows != nullptr;
-  CudaDriver& cu = *s.cu;
-  s.step_started = false;
-  // The engine may step from another thread than the one that created the backend.
-  INGOT_RETURN_IF_ERROR(s.makeCurrent());
-  INGOT_RETURN_IF_ERROR(in.validate(s.shape, s.num_kv_blocks));
-  const bool defaultTrees = s.tree_inputs && in.extra_inputs.empty();
-  // (The no-tree default is built on the GPU from the packed inputs and needs no check.)
-  if (!defaultTrees) INGOT_RETURN_IF_ERROR(checkExtraInputs(*s.plan, in));
-  const int64_t V = s.shape.vocab_size;
-  const size_t L = in.logit_rows.size();
-  if (sample) tokens->assign(L, 0);
-  else logits->assign(L * static_cast<size_t>(V), 0.0f);
-  s.last_bucket = 0;
-  if (in.tokens.empty()) return okStatus();
-  // Every rank got the same inputs and accepted them: from here on the others may be
-  // inside a collective that this rank must join.
-  s.step_started = true;
-  // A group that broke (here, on another rank, or by a watcher's abort) stays broken. Its
-  // NCCL abort finishes only once the graphs that captured its collectives are destroyed, so
-  // they go as soon as the group is seen broken, and are never replayed on it again.
-  struct DropGraphsOnBrokenGroup {
-    CudaBackendState& s;
-    ~DropGraphsOnBrokenGroup() {
-      if (s.stream_comm && !s.graphs.empty() && !s.comm->groupStatus().ok()) s.dropGraphs();
-    }
-  } dropOnBroken{s};
-  if (s.stream_comm) INGOT_RETURN_IF_ERROR(s.comm->groupStatus());
+namespace {
 
-  // A decode step replays its bucket's graph; anything else runs eagerly at its own size.
-  // A tensor-parallel rank does too when its collectives are stream-ordered (every rank got
-  // the same inputs, so all capture and replay the same graphs in the same order); with
-  // host-call collectives it runs every step eagerly.
+using ExtraOperands = std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>>;
+
+/// A decode step replays its bucket's graph; anything else runs eagerly at its own size.
+/// A tensor-parallel rank does too when its collectives are stream-ordered (every rank got
+/// the same inputs, so all capture and replay the same graphs in the same order); with
+/// host-call collectives it runs every step eagerly. Returns the bucket (-1: eager).
+int32_t chooseStepShape(const CudaBackendState& s, const StepInputs& in, StepDims& dims,
+                        SplitPlan& split) {
   int32_t bucket = -1;
   if ((s.world == 1 || (s.stream_comm && s.stream_comm->capturable())) && isPlainDecode(in) &&
       in.max_blocks_per_request <= s.max_blocks_per_request)
     bucket = decodeBucket(in.numTokens(), s.buckets);
-  StepDims dims;
-  SplitPlan split;
   if (bucket > 0) {
     dims = StepDims{bucket, bucket, s.max_blocks_per_request, bucket};
     split = graphSplit(s, bucket);
@@ -401,19 +317,17 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
       split = chooseSplits(maxLen, int64_t{in.num_requests} * s.plan->kv_layout.num_kv_heads,
                            std::max(1, s.sms / 2), kDecodeKeyTile, split.keys_per_split * 2);
   }
-  INGOT_RETURN_IF_ERROR(ensureBuffers(s, dims, split.num_splits));
-  StepBuffers& b = s.buffers;
-  INGOT_RETURN_IF_ERROR(packStepInputs(in, dims, 0, static_cast<int32_t*>(b.inputs_host.data())));
-  if (s.kv_dtype == KvDtype::kFp8E4M3)
-    packKvRuns(in, dims, s.shape.kv_block_size, static_cast<int32_t*>(b.inputs_host.data()));
-  if (sample) {  // padded rows sample greedily (their tokens are never read)
-    std::memset(b.row_sampling_host.data(), 0, static_cast<size_t>(dims.logit_rows) * sizeof(RowSampling));
-    std::memcpy(b.row_sampling_host.data(), sampleRows->data(), L * sizeof(RowSampling));
-  }
+  return bucket;
+}
 
-  // Extra attention operands: the no-tree default points at the packed seq_lens (a tree
-  // that starts at each request's KV length is plain causal attention) and zero bits.
-  std::vector<std::pair<CUdeviceptr, std::vector<int64_t>>> extra;
+/// Extra attention operands on the device: the no-tree default points at the packed
+/// seq_lens (a tree that starts at each request's KV length is plain causal attention) and
+/// zero bits; given operands are copied up behind the step's inputs.
+StatusOr<ExtraOperands> uploadExtraOperands(CudaBackendState& s, const StepInputs& in,
+                                            const StepDims& dims, bool defaultTrees) {
+  CudaDriver& cu = *s.cu;
+  StepBuffers& b = s.buffers;
+  ExtraOperands extra;
   if (defaultTrees) {
     const CUdeviceptr lens = b.inputs.ptr() + static_cast<CUdeviceptr>(stepLayout(dims).seq_lens) * 4;
     extra.push_back({lens, {dims.requests}});
@@ -443,6 +357,14 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
                                    cu.memcpyHtoDAsync(b.extra.ptr(), b.extra_host.data(), total, s.stream)));
   }
 
+  return extra;
+}
+
+/// Enqueues the step: replayed from its bucket's decode graph (captured on the bucket's
+/// second step), or eagerly.
+Status launchStep(CudaBackendState& s, int32_t bucket, const StepDims& dims,
+                  const SplitPlan& split, const ExtraOperands& extra, bool sample) {
+  CudaDriver& cu = *s.cu;
   // A bucket's first step runs eagerly at the bucket's shape (cuBLASLt picks its algorithms
   // and the driver loads lazily loaded kernels outside any capture); its second is captured.
   const int32_t key = 2 * bucket + (sample ? 1 : 0);
@@ -474,6 +396,13 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
     INGOT_RETURN_IF_ERROR(enqueueStep(s, dims, split, extra, sample));
     s.last_bucket = bucket > 0 ? -bucket : 0;
   }
+  return okStatus();
+}
+
+/// Waits for the step, then reads its error words: a token outside the vocabulary, a
+/// trapped attention region.
+Status finishStep(CudaBackendState& s, int32_t bucket, const StepInputs& in) {
+  CudaDriver& cu = *s.cu;
   if (s.stream_comm) {
     // The step's one host wait, bounded by the group's timeout: a peer that died or hangs
     // aborts the group (its collective kernels exit) instead of blocking here for good.
@@ -495,6 +424,58 @@ Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sa
                            ((err[1] & 1u) ? "integer division by zero " : "") +
                            ((err[1] & 2u) ? "operand index out of range " : "") +
                            ((err[1] & 4u) ? "poison value" : "") + ")");
+  return okStatus();
+}
+
+}  // namespace
+
+Status CudaBackend::run(const StepInputs& in, const std::vector<RowSampling>* sampleRows,
+                        std::vector<int32_t>* tokens, std::vector<float>* logits) {
+  CudaBackendState& s = *s_;
+  const bool sample = sampleRows != nullptr;
+  s.step_started = false;
+  // The engine may step from another thread than the one that created the backend.
+  INGOT_RETURN_IF_ERROR(s.makeCurrent());
+  INGOT_RETURN_IF_ERROR(in.validate(s.shape, s.num_kv_blocks));
+  const bool defaultTrees = s.tree_inputs && in.extra_inputs.empty();
+  // (The no-tree default is built on the GPU from the packed inputs and needs no check.)
+  if (!defaultTrees) INGOT_RETURN_IF_ERROR(checkExtraInputs(*s.plan, in));
+  const int64_t V = s.shape.vocab_size;
+  const size_t L = in.logit_rows.size();
+  if (sample) tokens->assign(L, 0);
+  else logits->assign(L * static_cast<size_t>(V), 0.0f);
+  s.last_bucket = 0;
+  if (in.tokens.empty()) return okStatus();
+  // Every rank got the same inputs and accepted them: from here on the others may be
+  // inside a collective that this rank must join.
+  s.step_started = true;
+  // A group that broke (here, on another rank, or by a watcher's abort) stays broken. Its
+  // NCCL abort finishes only once the graphs that captured its collectives are destroyed, so
+  // they go as soon as the group is seen broken, and are never replayed on it again.
+  struct DropGraphsOnBrokenGroup {
+    CudaBackendState& s;
+    ~DropGraphsOnBrokenGroup() {
+      if (s.stream_comm && !s.graphs.empty() && !s.comm->groupStatus().ok()) s.dropGraphs();
+    }
+  } dropOnBroken{s};
+  if (s.stream_comm) INGOT_RETURN_IF_ERROR(s.comm->groupStatus());
+
+  StepDims dims;
+  SplitPlan split;
+  const int32_t bucket = chooseStepShape(s, in, dims, split);
+  INGOT_RETURN_IF_ERROR(ensureBuffers(s, dims, split.num_splits));
+  StepBuffers& b = s.buffers;
+  INGOT_RETURN_IF_ERROR(packStepInputs(in, dims, 0, static_cast<int32_t*>(b.inputs_host.data())));
+  if (s.kv_dtype == KvDtype::kFp8E4M3)
+    packKvRuns(in, dims, s.shape.kv_block_size, static_cast<int32_t*>(b.inputs_host.data()));
+  if (sample) {  // padded rows sample greedily (their tokens are never read)
+    std::memset(b.row_sampling_host.data(), 0, static_cast<size_t>(dims.logit_rows) * sizeof(RowSampling));
+    std::memcpy(b.row_sampling_host.data(), sampleRows->data(), L * sizeof(RowSampling));
+  }
+
+  INGOT_ASSIGN_OR_RETURN(ExtraOperands extra, uploadExtraOperands(s, in, dims, defaultTrees));
+  INGOT_RETURN_IF_ERROR(launchStep(s, bucket, dims, split, extra, sample));
+  INGOT_RETURN_IF_ERROR(finishStep(s, bucket, in));
   INGOT_RETURN_IF_ERROR(kvWriteError(s).withPrefix("step"));
   if (sample) std::memcpy(tokens->data(), b.tokens_host.data(), L * sizeof(int32_t));
   else std::memcpy(logits->data(), b.logits_host.data(), L * static_cast<size_t>(V) * sizeof(float));

@@ -83,7 +83,11 @@ class PinnedMemory {
 };
 
 /// One program step's device operands.
+struct CudaOpDefinition;
+
 struct DeviceStep {
+  /// How the backend runs the step (cuda_ops.h), resolved at load.
+  const CudaOpDefinition* op = nullptr;
   CUdeviceptr weight = 0;    ///< linear / logits: bf16 [N, K]; embedding: f32 table
   CUdeviceptr bias = 0;      ///< f32 [N] or 0
   CUdeviceptr norm = 0;      ///< rms_norm gamma, f32

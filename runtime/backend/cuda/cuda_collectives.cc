@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/cuda_ops.h"
 #include "runtime/dist/communicator.h"
 
 namespace ingot {
@@ -116,6 +117,10 @@ StatusOr<int64_t> agreeKvBlocks(CudaBackendState& s, int64_t mine) {
     least = std::min(least, theirs);
   }
   return least;
+}
+
+Status enqueueCollectiveCuda(const CudaLaunch& l, const PlannedStep&, const DeviceStep&) {
+  return enqueueCollective(*l.s, l.index, *l.dims);
 }
 
 }  // namespace ingot

@@ -8,6 +8,7 @@
 #include "core/kernels/quant_params.h"
 #include "runtime/backend/cpu/half_float.h"
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/cuda_ops.h"
 
 namespace ingot {
 
@@ -54,18 +55,6 @@ void PinnedMemory::reset() {
 
 namespace {
 
-/// One tensor to upload: `count` elements of `src` (of `type`) into a new device buffer
-/// as bf16 (`to_bf16`) or f32.
-struct UploadItem {
-  const void* src = nullptr;
-  WeightType type = WeightType::kF32;
-  int64_t count = 0;  ///< elements; bytes for a raw item
-  bool to_bf16 = false;
-  CUdeviceptr dst = 0;
-  /// Bytes copied as they are (a quantized weight's codes and scales).
-  bool raw = false;
-};
-
 size_t sourceBytes(WeightType t) { return t == WeightType::kF32 ? 4 : 2; }
 
 float widen(const void* src, WeightType t, int64_t i) {
@@ -77,27 +66,28 @@ float widen(const void* src, WeightType t, int64_t i) {
   return 0.0f;
 }
 
-/// Elements [i0, i1) of `item` converted into `out`.
-void convert(const UploadItem& item, int64_t i0, int64_t i1, void* out) {
-  if (item.raw) {
-    std::memcpy(out, static_cast<const uint8_t*>(item.src) + i0, static_cast<size_t>(i1 - i0));
+/// Elements [i0, i1) of `src` into `out`: raw bytes, or elements of `type` as f32 or bf16.
+void convert(const void* src, WeightType type, bool raw, bool to_bf16, int64_t i0, int64_t i1,
+             void* out) {
+  if (raw) {
+    std::memcpy(out, static_cast<const uint8_t*>(src) + i0, static_cast<size_t>(i1 - i0));
     return;
   }
-  if (item.to_bf16) {
+  if (to_bf16) {
     uint16_t* o = static_cast<uint16_t*>(out);
-    if (item.type == WeightType::kBF16) {
-      std::memcpy(o, static_cast<const uint16_t*>(item.src) + i0, (i1 - i0) * 2);
+    if (type == WeightType::kBF16) {
+      std::memcpy(o, static_cast<const uint16_t*>(src) + i0, (i1 - i0) * 2);
       return;
     }
-    for (int64_t i = i0; i < i1; ++i) o[i - i0] = f32ToBf16(widen(item.src, item.type, i));
+    for (int64_t i = i0; i < i1; ++i) o[i - i0] = f32ToBf16(widen(src, type, i));
     return;
   }
   float* o = static_cast<float*>(out);
-  if (item.type == WeightType::kF32) {
-    std::memcpy(o, static_cast<const float*>(item.src) + i0, (i1 - i0) * 4);
+  if (type == WeightType::kF32) {
+    std::memcpy(o, static_cast<const float*>(src) + i0, (i1 - i0) * 4);
     return;
   }
-  for (int64_t i = i0; i < i1; ++i) o[i - i0] = widen(item.src, item.type, i);
+  for (int64_t i = i0; i < i1; ++i) o[i - i0] = widen(src, type, i);
 }
 
 /// The GEMV kernels of a quantized format (codegen QuantKernelsSource's names).
@@ -138,125 +128,58 @@ Status fitQuantKernels(const ProgramPlan& plan, std::vector<DeviceStep>& steps) 
 
 }  // namespace
 
-Status uploadWeights(CudaBackendState& s) {
-  CudaDriver& cu = *s.cu;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<UploadItem> items;
-  // One device copy per (host tensor, device dtype): a tied embedding is an f32 table for
-  // the gather and a bf16 matrix for the head.
-  std::map<std::pair<const void*, bool>, CUdeviceptr> done;
-  auto add = [&](const void* src, WeightType type, int64_t count, bool to_bf16,
-                 const std::string& what) -> StatusOr<CUdeviceptr> {
-    auto key = std::make_pair(src, to_bf16);
-    if (auto it = done.find(key); it != done.end()) return it->second;
-    auto memory = std::make_unique<DeviceMemory>();
-    INGOT_RETURN_IF_ERROR(memory->allocate(cu, static_cast<size_t>(count) * (to_bf16 ? 2 : 4), what));
-    UploadItem item{src, type, count, to_bf16, memory->ptr()};
-    s.weight_device_bytes += memory->bytes();
-    s.upload_bytes += static_cast<uint64_t>(count) * sourceBytes(type);
-    s.weight_memory.push_back(std::move(memory));
-    items.push_back(item);
-    done.emplace(key, item.dst);
-    return item.dst;
-  };
-  auto vector = [&](const float* src, int64_t count, const std::string& what)
-      -> StatusOr<CUdeviceptr> { return add(src, WeightType::kF32, count, false, what); };
-  // Packed bytes as they are; null parts stay 0.
-  auto raw = [&](const void* src, int64_t bytes, const std::string& what) -> StatusOr<CUdeviceptr> {
-    if (!src || bytes <= 0) return CUdeviceptr{0};
-    auto key = std::make_pair(src, false);
-    if (auto it = done.find(key); it != done.end()) return it->second;
-    auto memory = std::make_unique<DeviceMemory>();
-    INGOT_RETURN_IF_ERROR(memory->allocate(cu, static_cast<size_t>(bytes), what));
-    UploadItem item;
-    item.src = src;
-    item.count = bytes;
-    item.raw = true;
-    item.dst = memory->ptr();
-    s.weight_device_bytes += memory->bytes();
-    s.upload_bytes += static_cast<uint64_t>(bytes);
-    s.weight_memory.push_back(std::move(memory));
-    items.push_back(item);
-    done.emplace(key, item.dst);
-    return item.dst;
-  };
+StatusOr<CUdeviceptr> WeightUploads::add(Item item, size_t bytes, uint64_t sourceBytes,
+                                         const std::string& what) {
+  const auto key = std::make_pair(item.src, item.to_bf16);
+  if (auto it = done_.find(key); it != done_.end()) return it->second;
+  auto memory = std::make_unique<DeviceMemory>();
+  INGOT_RETURN_IF_ERROR(memory->allocate(*s_.cu, bytes, what));
+  item.dst = memory->ptr();
+  s_.weight_device_bytes += memory->bytes();
+  s_.upload_bytes += sourceBytes;
+  s_.weight_memory.push_back(std::move(memory));
+  items_.push_back(item);
+  done_.emplace(key, item.dst);
+  return item.dst;
+}
 
-  const ProgramPlan& plan = *s.plan;
-  s.steps.resize(plan.steps.size());  // kernels may be resolved already; weights go beside them
-  INGOT_RETURN_IF_ERROR(fitQuantKernels(plan, s.steps));
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const PlannedStep& p = plan.steps[i];
-    DeviceStep& d = s.steps[i];
-    const std::string where = "step " + std::to_string(i) + " (" + p.weight.name + ")";
-    switch (p.op) {
-      case schema::OpKind::Embedding: {
-        INGOT_ASSIGN_OR_RETURN(d.weight, add(p.weight.data, p.weight.type, p.weight.elements(),
-                                             false, where));
-        break;
-      }
-      case schema::OpKind::Linear:
-      case schema::OpKind::Logits: {
-        d.N = p.weight.rows();
-        d.K = p.weight.cols();
-        if (p.quantized) {
-          const QuantMatrix& q = p.quant;
-          const bool int4 = q.format == QuantFormat::kInt4Min || q.format == QuantFormat::kInt4Zero;
-          const int64_t groups = q.groups();
-          const int64_t scaleBytes =
-              int4 ? groups * (q.scale_type == GroupScaleType::kF32 ? 4 : 2)
-                   : q.format == QuantFormat::kFp8 ? 0 : groups;  // e4m3 / e8m0 bytes
-          d.quantized = true;
-          INGOT_ASSIGN_OR_RETURN(d.codes, raw(q.codes, q.N * q.rowBytes(), where + " codes"));
-          INGOT_ASSIGN_OR_RETURN(d.scales, raw(q.scales, q.N * scaleBytes, where + " scales"));
-          if (int4) {
-            INGOT_ASSIGN_OR_RETURN(d.zeros, raw(q.zeros, q.N * scaleBytes, where + " zeros"));
-          }
-          INGOT_ASSIGN_OR_RETURN(d.channel_scales,
-                                 raw(q.channel_scales, q.channel_scales ? q.N * 4 : 0,
-                                     where + " channel scales"));
-          if (p.bias) {
-            INGOT_ASSIGN_OR_RETURN(d.bias, vector(p.bias, d.N, where + " bias"));
-          }
-          break;
-        }
-        INGOT_ASSIGN_OR_RETURN(d.weight, add(p.weight.data, p.weight.type, p.weight.elements(),
-                                             true, where));
-        if (p.bias) {
-          INGOT_ASSIGN_OR_RETURN(d.bias, vector(p.bias, d.N, where + " bias"));
-        }
-        break;
-      }
-      case schema::OpKind::RmsNorm: {
-        const int64_t width = plan.buffers[p.inputs[0]].width;
-        INGOT_ASSIGN_OR_RETURN(d.norm, vector(p.norm, width, "step " + std::to_string(i) + " norm"));
-        break;
-      }
-      case schema::OpKind::Rope: {
-        INGOT_ASSIGN_OR_RETURN(d.inv_freq, vector(p.inv_freq.data(),
-                                                  static_cast<int64_t>(p.inv_freq.size()),
-                                                  "step " + std::to_string(i) + " rope"));
-        // p.inv_freq lives in the plan, so its address is stable until the upload ends.
-        break;
-      }
-      default:
-        break;
-    }
-  }
+StatusOr<CUdeviceptr> WeightUploads::elements(const void* src, WeightType type, int64_t count,
+                                              bool to_bf16, const std::string& what) {
+  Item item;
+  item.src = src;
+  item.type = type;
+  item.count = count;
+  item.to_bf16 = to_bf16;
+  return add(item, static_cast<size_t>(count) * (to_bf16 ? 2 : 4),
+             static_cast<uint64_t>(count) * sourceBytes(type), what);
+}
 
+StatusOr<CUdeviceptr> WeightUploads::raw(const void* src, int64_t bytes, const std::string& what) {
+  if (!src || bytes <= 0) return CUdeviceptr{0};
+  Item item;
+  item.src = src;
+  item.count = bytes;
+  item.raw = true;
+  return add(item, static_cast<size_t>(bytes), static_cast<uint64_t>(bytes), what);
+}
+
+Status WeightUploads::copy() {
+  CudaDriver& cu = *s_.cu;
   // Two staging buffers: the host converts into one while the other's copy is in flight.
   PinnedMemory staging[2];
   CUevent copied[2] = {nullptr, nullptr};
   Status status;
   for (int b = 0; b < 2 && status.ok(); ++b) {
-    status = staging[b].allocate(cu, s.staging_bytes, "weight staging");
+    status = staging[b].allocate(cu, s_.staging_bytes, "weight staging");
     if (status.ok())
       status = cu.check("cuEventCreate", cu.eventCreate(&copied[b], CU_EVENT_DISABLE_TIMING));
   }
   int next = 0;
-  for (const UploadItem& item : items) {
+  for (const Item& item : items_) {
     if (!status.ok()) break;
     const size_t elementBytes = item.raw ? 1 : item.to_bf16 ? 2 : 4;
-    const int64_t perChunk = static_cast<int64_t>(std::max<size_t>(s.staging_bytes / elementBytes, 1));
+    const int64_t perChunk =
+        static_cast<int64_t>(std::max<size_t>(s_.staging_bytes / elementBytes, 1));
     for (int64_t i0 = 0; i0 < item.count && status.ok(); i0 += perChunk) {
       const int64_t i1 = std::min(item.count, i0 + perChunk);
       const int b = next;
@@ -264,19 +187,33 @@ Status uploadWeights(CudaBackendState& s) {
       // The copy that last read this buffer must be done before it is overwritten.
       status = cu.check("cuEventSynchronize", cu.eventSynchronize(copied[b]));
       if (!status.ok()) break;
-      convert(item, i0, i1, staging[b].data());
+      convert(item.src, item.type, item.raw, item.to_bf16, i0, i1, staging[b].data());
       status = cu.check("cuMemcpyHtoDAsync",
                         cu.memcpyHtoDAsync(item.dst + static_cast<CUdeviceptr>(i0) * elementBytes,
-                                           staging[b].data(), (i1 - i0) * elementBytes, s.stream));
-      if (status.ok()) status = cu.check("cuEventRecord", cu.eventRecord(copied[b], s.stream));
+                                           staging[b].data(), (i1 - i0) * elementBytes,
+                                           s_.stream));
+      if (status.ok()) status = cu.check("cuEventRecord", cu.eventRecord(copied[b], s_.stream));
     }
   }
   // Never free staging memory a copy may still read, even after an error.
-  Status synced = cu.check("cuStreamSynchronize", cu.streamSynchronize(s.stream));
+  Status synced = cu.check("cuStreamSynchronize", cu.streamSynchronize(s_.stream));
   for (CUevent e : copied)
     if (e) cu.eventDestroy(e);
   INGOT_RETURN_IF_ERROR(status.withPrefix("weight upload"));
-  INGOT_RETURN_IF_ERROR(synced.withPrefix("weight upload"));
+  return synced.withPrefix("weight upload");
+}
+
+Status uploadWeights(CudaBackendState& s) {
+  const auto start = std::chrono::steady_clock::now();
+  const ProgramPlan& plan = *s.plan;
+  s.steps.resize(plan.steps.size());  // kernels may be resolved already; weights go beside them
+  INGOT_RETURN_IF_ERROR(fitQuantKernels(plan, s.steps));
+  WeightUploads uploads(s);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const CudaOpDefinition* op = findCudaOpDefinition(plan.steps[i].op);
+    if (op && op->upload) INGOT_RETURN_IF_ERROR(op->upload(uploads, i, plan.steps[i], s.steps[i]));
+  }
+  INGOT_RETURN_IF_ERROR(uploads.copy());
   s.upload_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();

@@ -1,0 +1,165 @@
+// The CUDA definitions of the ops that run as fused elementwise kernels: embedding,
+// rms_norm, rope and kv_write (one rope + KV-write kernel; fp8 pools have their own write),
+// silu_mul and add.
+#include <algorithm>
+
+#include "core/kernels/fused_params.h"
+#include "core/kernels/kv_fp8_params.h"
+#include "runtime/backend/cuda/cuda_fp8_linear.h"
+#include "runtime/backend/cuda/cuda_ops.h"
+
+namespace ingot {
+
+using schema::OpKind;
+
+Status uploadEmbeddingCuda(WeightUploads& up, size_t index, const PlannedStep& p,
+                           DeviceStep& d) {
+  const std::string where = "step " + std::to_string(index) + " (" + p.weight.name + ")";
+  INGOT_ASSIGN_OR_RETURN(d.weight,
+                         up.elements(p.weight.data, p.weight.type, p.weight.elements(), false, where));
+  return okStatus();
+}
+
+Status enqueueEmbeddingCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  fused::EmbeddingParams params{};
+  params.tokens = reinterpret_cast<const int*>(l.at(l.layout.tokens));
+  params.table = reinterpret_cast<const void*>(d.weight);
+  params.out = reinterpret_cast<void*>(l.slot(p.outputs[0]));
+  params.error = reinterpret_cast<unsigned*>(l.errors);
+  params.num_tokens = l.tokens();
+  params.dim = static_cast<int>(p.weight.cols());
+  params.vocab_size = static_cast<int>(l.s->shape.vocab_size);
+  params.vocab_start = static_cast<int>(std::max<int64_t>(p.vocab_start, 0));
+  params.num_rows = static_cast<int>(p.weight.rows());
+  void* args[] = {&params};
+  return l.launch(l.s->fused.embedding, l.tokens(), 1, 1, args, l.where + " (embedding)");
+}
+
+Status uploadRmsNormCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
+  const int64_t width = up.plan().buffers[p.inputs[0]].width;
+  INGOT_ASSIGN_OR_RETURN(d.norm, up.vector(p.norm, width, "step " + std::to_string(index) + " norm"));
+  return okStatus();
+}
+
+Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  CudaBackendState& s = *l.s;
+  const int T = l.tokens();
+  CUdeviceptr x = l.slot(p.inputs[0]), residual = 0, gamma = d.norm, out = l.slot(p.outputs[0]);
+  int dim = static_cast<int>(s.plan->buffers[p.inputs[0]].width);
+  float eps = p.epsilon;
+  if (quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
+    return enqueueFp8RmsNorm(s, l.index, x, gamma, out, dim, eps, T, l.where);
+  void* args[] = {&x, &residual, &gamma, &out, &dim, &eps};
+  return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (rms_norm)");
+}
+
+Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
+  // p.inv_freq lives in the plan, so its address is stable until the upload ends.
+  INGOT_ASSIGN_OR_RETURN(d.inv_freq, up.vector(p.inv_freq.data(),
+                                               static_cast<int64_t>(p.inv_freq.size()),
+                                               "step " + std::to_string(index) + " rope"));
+  return okStatus();
+}
+
+namespace {
+
+/// kv_write into an fp8 pool: one warp per (K/V, kv head) of each run of tokens that write
+/// one block (the runs are packed with the step's inputs).
+Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p) {
+  const CudaBackendState& s = *l.s;
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const FusedKernels& f = s.fused;
+  const int T = l.tokens();
+  kvfp8::KvFp8WriteParams w{};
+  w.k = reinterpret_cast<const float*>(l.slot(p.inputs[1]));
+  w.v = reinterpret_cast<const float*>(l.slot(p.inputs[2]));
+  w.codes = reinterpret_cast<unsigned char*>(s.kv_pool.ptr());
+  w.scales = reinterpret_cast<float*>(s.kv_scales.ptr());
+  w.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
+  w.run_tokens = reinterpret_cast<const int*>(l.at(l.layout.run_tokens));
+  w.run_starts = reinterpret_cast<const int*>(l.at(l.layout.run_starts));
+  w.error = reinterpret_cast<unsigned long long*>(l.errors + 8);
+  w.num_kv_heads = static_cast<int>(kv.num_kv_heads);
+  w.head_dim = static_cast<int>(kv.head_dim);
+  w.k_stride = w.v_stride = w.num_kv_heads * w.head_dim;
+  w.num_layers = static_cast<int>(kv.num_layers);
+  w.layer = static_cast<int>(p.layer);
+  w.block_size = static_cast<int>(kv.block_size);
+  w.max_runs = T;
+  void* args[] = {&w};
+  // A graph's bucket has as many runs as tokens at most (the ones past the step's are empty).
+  const unsigned gx =
+      kvfp8::kvFp8WriteGridX(w.num_kv_heads, static_cast<int>(f.kv_write_fp8.block[0] / 32));
+  return l.launch(f.kv_write_fp8, gx, kvfp8::kvFp8WriteGridY(T), 1, args,
+                  l.where + " (kv_write, fp8)");
+}
+
+}  // namespace
+
+Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  const bool rope = p.op == OpKind::Rope;
+  if (!rope && l.fp8_kv) return enqueueKvWriteFp8(l, p);
+  const CudaBackendState& s = *l.s;
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const int T = l.tokens();
+  CUdeviceptr q = 0, k = 0, v = 0;
+  int heads = 0, kvHeads = 0, headDim = 0, rotary = 0, stride = 0, layer = 0;
+  if (rope) {
+    const CUdeviceptr x = l.slot(p.inputs[0]);
+    q = k = v = l.slot(p.outputs[0]);
+    heads = static_cast<int>(p.num_heads);
+    headDim = static_cast<int>(p.head_dim);
+    rotary = static_cast<int>(2 * p.inv_freq.size());
+    stride = heads * headDim;
+    // Rotated out of place, like the CPU op: copy, then rotate the copy in place.
+    if (x != q)
+      INGOT_RETURN_IF_ERROR(s.cu->check(
+          "cuMemcpyDtoDAsync",
+          s.cu->memcpyDtoDAsync(q, x, static_cast<size_t>(T) * stride * 4, s.stream)));
+  } else {
+    k = l.slot(p.inputs[1]);
+    v = l.slot(p.inputs[2]);
+    q = k;
+    kvHeads = static_cast<int>(kv.num_kv_heads);
+    headDim = static_cast<int>(kv.head_dim);
+    stride = kvHeads * headDim;
+    layer = static_cast<int>(p.layer);
+  }
+  fused::RopeKvParams params{};
+  params.q = reinterpret_cast<void*>(q);
+  params.k = reinterpret_cast<void*>(k);
+  params.v = reinterpret_cast<const void*>(v);
+  params.kv_cache = reinterpret_cast<void*>(s.kv_pool.ptr());
+  params.positions = reinterpret_cast<const int*>(l.at(l.layout.positions));
+  params.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
+  params.inv_freq = reinterpret_cast<const float*>(d.inv_freq);
+  params.num_tokens = T;
+  params.num_heads = heads;
+  params.num_kv_heads = kvHeads;
+  params.head_dim = headDim;
+  params.rotary_dim = rotary;
+  params.q_stride = params.k_stride = params.v_stride = stride;
+  params.num_layers = static_cast<int>(kv.num_layers);
+  params.layer = layer;
+  params.block_size = static_cast<int>(kv.block_size);
+  // Rope alone must not write the cache: its rows are not K/V. Padding slots (-1) are
+  // skipped by the kernel; a rope step passes no kv heads, so it writes nothing.
+  void* args[] = {&params};
+  return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + (rope ? " (rope)" : " (kv_write)"));
+}
+
+Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep&) {
+  CudaBackendState& s = *l.s;
+  const int T = l.tokens();
+  CUdeviceptr x = l.slot(p.inputs[0]), y = l.slot(p.inputs[1]), out = l.slot(p.outputs[0]);
+  const int64_t width = s.plan->buffers[p.outputs[0]].width;
+  long long count = static_cast<long long>(T) * width;
+  const bool silu = p.op == OpKind::SiluMul;
+  if (silu && quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
+    return enqueueFp8SiluMul(s, l.index, x, y, out, static_cast<int>(width), T, l.where);
+  void* args[] = {&x, &y, &out, &count};
+  return l.launch(silu ? s.fused.silu_mul : s.fused.add, l.strideGrid(count), 1, 1, args,
+                  l.where + (silu ? " (silu_mul)" : " (add)"));
+}
+
+}  // namespace ingot
