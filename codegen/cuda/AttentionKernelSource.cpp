@@ -51,8 +51,12 @@ std::string prelude(const std::string &variantText, const std::string &variantNa
   std::string src = "// Paged attention kernels for variant " +
                     (variantName.empty() ? std::string("(none)") : variantName) +
                     " (assembled by codegen/cuda/AttentionKernelSource).\n";
+  // The ABI headers are listed though region_ops.h and paged_decode.cuh inline them too
+  // (include guards make the second copy empty): in this order the PTX declares its globals
+  // as it always has, so the kernels' binaries stay byte for byte what they were.
   for (const char *path :
-       {"codegen/cuda/kernels/region_ops.h", "codegen/cuda/kernels/e4m3.cuh",
+       {"core/kernels/region_operands.h", "codegen/cuda/kernels/region_ops.h",
+        "core/kernels/attention_params.h", "codegen/cuda/kernels/e4m3.cuh",
         "codegen/cuda/kernels/kv_fp8.cuh", "codegen/cuda/kernels/ptx.cuh",
         "codegen/cuda/kernels/paged_decode.cuh",
         "codegen/cuda/kernels/paged_prefill.cuh"})

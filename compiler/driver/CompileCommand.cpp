@@ -18,6 +18,7 @@
 #include "compiler/driver/QuantKernels.h"
 #include "compiler/driver/W8a8Kernels.h"
 #include "compiler/driver/Calibration.h"
+#include "compiler/driver/CompileUsage.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
@@ -73,28 +74,6 @@ private:
   mlir::SourceMgrDiagnosticHandler handler;
   std::ostream &err;
 };
-
-/// ConfigOnly: a Hugging Face config.json (a file, or a directory without weights).
-enum class InputKind { Missing, Gguf, Directory, ConfigOnly, Mlir };
-
-InputKind classifyInput(const std::string &path) {
-  if (importer::hf::isConfigOnlyInput(path))
-    return InputKind::ConfigOnly;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    // A directory opens as a stream on Linux but reads nothing; check for config.json.
-    std::ifstream config(path + "/config.json");
-    return config ? InputKind::Directory : InputKind::Missing;
-  }
-  char magic[4] = {};
-  in.read(magic, 4);
-  if (in.gcount() == 4 && std::string(magic, 4) == "GGUF")
-    return InputKind::Gguf;
-  std::ifstream config(path + "/config.json");
-  if (config)
-    return InputKind::Directory;
-  return InputKind::Mlir;
-}
 
 std::string humanBytes(uint64_t bytes) {
   char buf[32];
@@ -184,84 +163,45 @@ std::string kernelSummary(const CudaKernelReport &report, const std::vector<std:
   return line + tail;
 }
 
-} // namespace
-
-int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err) {
-  auto start = std::chrono::steady_clock::now();
-  if (options.quant.empty() && !options.quantSkip.empty()) {
-    err << "ingot compile: error: --quant-skip needs --quant\n";
-    return 2;
-  }
-  if (options.quant != "int4" && options.quantGroupSize) {
-    err << "ingot compile: error: --quant-group applies to --quant int4 only\n";
-    return 2;
-  }
-  if (options.quantScales != "absmax" && options.quant != "nvfp4" && options.quant != "mxfp4") {
-    err << "ingot compile: error: --quant-scales applies to --quant nvfp4 and mxfp4 only\n";
-    return 2;
-  }
-  if (!options.calib.empty() && options.quant != "int4" && options.quant != "nvfp4" &&
-      options.quant != "mxfp4") {
-    err << "ingot compile: error: --calib applies to --quant int4, nvfp4 and mxfp4 only\n";
-    return 2;
-  }
-  if (options.calib.empty() && (options.calibTokens || options.calibSearch)) {
-    err << "ingot compile: error: "
-        << (options.calibTokens && options.calibSearch ? "--calib-tokens and --calib-search need"
-            : options.calibTokens                      ? "--calib-tokens needs"
-                                                       : "--calib-search needs")
-        << " --calib (a calibration text)\n";
-    return 2;
-  }
-  const std::string calibSearch = options.calibSearch.value_or("all");
-  if (calibSearch != "all" && calibSearch != "scale" && calibSearch != "clip") {
-    err << "ingot compile: error: --calib-search must be all, scale or clip, not '"
-        << calibSearch << "'\n";
-    return 2;
-  }
-  if (options.tensorParallel < 1) {
-    err << "ingot compile: error: --tp must be >= 1, got " << options.tensorParallel << "\n";
-    return 2;
-  }
-  if (options.tensorParallel > 1 && options.draftLayers > 0) {
-    err << "ingot compile: error: --tp with --draft-layers is not supported yet\n";
-    return 2;
-  }
-  StatusOr<std::vector<std::string>> cudaTargets = parseCudaTargets(options.cudaTargets);
-  if (!cudaTargets.ok()) {
-    err << "ingot compile: error: " << cudaTargets.status().message() << "\n";
-    return 2;
-  }
-  InputKind kind = classifyInput(options.input);
-  const bool isCheckpoint =
-      kind == InputKind::Gguf || kind == InputKind::Directory || kind == InputKind::ConfigOnly;
-  if (kind == InputKind::ConfigOnly && !options.calib.empty()) {
-    err << "ingot compile: error: --calib needs a checkpoint's weights; '" << options.input
-        << "' is a model config alone\n";
-    return 2;
-  }
-  if (!options.calib.empty() && kind != InputKind::Gguf && kind != InputKind::Directory &&
-      kind != InputKind::Missing) {
-    err << "ingot compile: error: --calib needs a checkpoint (GGUF or Hugging Face directory), "
-           "not the module '"
-        << options.input << "'\n";
-    return 2;
-  }
-  if (options.kvDtype != "f32" && !isCheckpoint) {
-    err << "ingot compile: error: --kv-dtype applies to checkpoints; an ingot module "
-           "declares its KV cache type itself\n";
-    return 2;
-  }
-  if (kind == InputKind::Missing) {
-    err << "ingot compile: error: cannot read '" << options.input << "'\n";
-    return 1;
-  }
-
+mlir::DialectRegistry compilerRegistry() {
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
-  mlir::MLIRContext context(registry);
+  return registry;
+}
+
+/// One `ingot compile`: its stages in order, each returning an exit code or kContinue, and
+/// what they hand on.
+class CompileRun {
+public:
+  CompileRun(const CompileOptions &options, std::ostream &out, std::ostream &err)
+      : options(options), out(out), err(err), context(compilerRegistry()),
+        diagnostics(context, sourceMgr, err),
+        quantGroupSize(options.quantGroupSize.value_or(quant::kGgmlQ4BlockSize)) {}
+
+  int run();
+
+private:
+  /// A checkpoint (GGUF, Hugging Face directory or config alone) imported, calibrated
+  /// when asked, and built into a module.
+  int importCheckpoint();
+  int calibrate();
+  int buildModule();
+  /// An `ingot` module read from its .mlir text.
+  int parseModule();
+  /// The pass pipeline; --emit-mlir prints its result.
+  int runPipeline();
+  /// The module lowered to an artifact with its CUDA kernels, written to the output.
+  int lowerAndWrite();
+  void printSummary();
+
+  const CompileOptions &options;
+  std::ostream &out, &err;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  InputKind kind = InputKind::Missing;
+  std::vector<std::string> cudaTargets;
+  mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
-  DiagnosticPrinter diagnostics(context, sourceMgr, err);
+  DiagnosticPrinter diagnostics;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   LoweringOptions lowering;
   std::unique_ptr<importer::ImportedModel> checkpoint;
@@ -269,137 +209,183 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   // channel weights its quantized tensors are encoded with.
   std::unique_ptr<CalibrationResult> calibration;
   uint64_t sourceHash = 0;
-  int64_t quantGroupSize = options.quantGroupSize.value_or(quant::kGgmlQ4BlockSize);
+  int64_t quantGroupSize;
   const char *sourceLabel = nullptr; // what exactly-copied weights come from
+  ArtifactWriter writer;
+  LoweringReport report;
+  CudaKernelReport kernels;
+};
 
-  if (isCheckpoint) {
-    StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype.value_or("bf16"));
-    if (!dtype.ok()) {
-      err << "ingot compile: error: " << dtype.status().message() << "\n";
-      return 2;
-    }
-    // A config alone takes its torch_dtype unless --dtype is given.
-    std::optional<schema::DType> configDtype;
-    if (options.dtype)
-      configDtype = *dtype;
-    StatusOr<importer::ImportedModel> imported =
-        kind == InputKind::Gguf ? importer::importGguf(options.input,
-                                                       importer::GgufImportOptions{*dtype})
-        : kind == InputKind::ConfigOnly
-            ? importer::hf::importConfigOnly(options.input,
-                                             importer::hf::ConfigModelOptions{configDtype})
-            : importer::importHuggingFace(options.input, importer::HfImportOptions{*dtype});
-    if (!imported.ok()) {
-      err << "ingot compile: error: " << imported.status().message() << "\n";
-      return 1;
-    }
-    // Checked after the import, so a bad config is reported as such.
-    if (kind == InputKind::ConfigOnly && !options.output.empty() && !options.dummyWeights &&
-        !options.randomWeights) {
-      err << "ingot compile: error: '" << options.input
-          << "' is a model config without (safetensors) weights; pass --dummy-weights (the "
-             "runtime fills seeded random weights) or --random-weights (written into the "
-             "artifact)\n";
-      return 2;
-    }
-    checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
-    if (options.kvDtype == "fp8") {
-      checkpoint->config.kvDtype = schema::DType::F8E4M3FN;
-    } else if (options.kvDtype != "f32") {
-      err << "ingot compile: error: --kv-dtype must be f32 or fp8, got '" << options.kvDtype
-          << "'\n";
-      return 2;
-    }
-    // A GPTQ / AWQ checkpoint keeps its own group under --quant int4 unless --quant-group
-    // is given (even at the default), which re-quantizes layers of another group.
-    sourceLabel = sourceQuantization(*checkpoint).first;
-    if (int64_t group = sourceQuantization(*checkpoint).second;
-        options.quant == "int4" && group > 0 && group != quantGroupSize) {
-      if (options.quantGroupSize) {
-        out << "re-quantizing the " << sourceLabel << " checkpoint's group-" << group
-            << " layers with --quant-group " << quantGroupSize << "\n";
-      } else if (std::find(std::begin(quant::kInt4GroupSizes),
-                           std::end(quant::kInt4GroupSizes),
-                           group) != std::end(quant::kInt4GroupSizes)) {
-        quantGroupSize = group;
-        out << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
-      } else {
-        err << "ingot compile: warning: the " << sourceLabel << " checkpoint's group size "
-            << group << " is not one of 32, 64, 128: its layers are re-quantized with group "
-            << quantGroupSize << "\n";
-      }
-    }
-    if (!options.calib.empty()) {
-      CalibrationOptions calib;
-      calib.textPath = options.calib;
-      calib.recordInputs = options.calibrationForward;
-      calib.maxTokens = options.calibTokens.value_or(kDefaultCalibTokens);
-      calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
-                       : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
-                                                  : quant::WeightEncoding::Mxfp4;
-      calib.group = quantGroupSize;
-      calib.searchScales = calibSearch != "clip";
-      calib.weightedBlocks = calibSearch != "scale";
-      StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
-      if (!calibrated.ok()) {
-        err << "ingot compile: error: --calib " << options.calib << ": "
-            << calibrated.status().message() << "\n";
-        return 1;
-      }
-      calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
-      out << describeCalibration(*calibration) << "\n";
-    }
-    std::string error;
-    auto built = importer::buildLlamaModule(context, *checkpoint, error);
-    if (failed(built)) {
-      diagnostics.flush();
-      err << "ingot compile: error: " << options.input << ": " << error << "\n";
-      return 1;
-    }
-    module = std::move(*built);
-    annotateSourceQuantization(*module, calibration ? calibration->model : *checkpoint);
-    lowering.weights = WeightSource::Checkpoint;
-    lowering.checkpoint = calibration ? &calibration->model : checkpoint.get();
-    if (calibration)
-      lowering.quantColumnImportance = &calibration->columnImportance;
-    if (::isatty(STDERR_FILENO))
-      lowering.onTensorWritten = [&err](size_t done, size_t total) {
-        constexpr size_t kWidth = 40;
-        size_t filled = total ? done * kWidth / total : kWidth;
-        err << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, ' ') << "] "
-            << done << "/" << total << " tensors" << (done == total ? "\n" : "")
-            << std::flush;
-      };
-    sourceHash = checkpoint->sourceXxh64;
-  } else {
-    std::string errorMessage;
-    std::unique_ptr<llvm::MemoryBuffer> input =
-        mlir::openInputFile(options.input, &errorMessage);
-    if (!input) {
-      err << "ingot compile: error: cannot read '" << options.input << "': " << errorMessage
-          << "\n";
-      return 1;
-    }
-    sourceHash = XXH64(input->getBufferStart(), input->getBufferSize(), 0);
-    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-    if (!module) {
-      diagnostics.flush();
-      err << "ingot compile: error: could not parse '" << options.input << "'\n";
-      return 1;
-    }
-    if (!options.output.empty() && !options.randomWeights && !options.dummyWeights) {
-      err << "ingot compile: error: '" << options.input
-          << "' is IR without weights; pass --random-weights or --dummy-weights\n";
-      return 2;
-    }
-    lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
+int CompileRun::run() {
+  if (int rc = checkUsage(options, err); rc != kContinue)
+    return rc;
+  StatusOr<std::vector<std::string>> targets = parseCudaTargets(options.cudaTargets);
+  if (!targets.ok()) {
+    err << "ingot compile: error: " << targets.status().message() << "\n";
+    return 2;
   }
+  cudaTargets = *targets;
+  kind = classifyInput(options.input);
+  const bool isCheckpoint =
+      kind == InputKind::Gguf || kind == InputKind::Directory || kind == InputKind::ConfigOnly;
+  if (int rc = checkInputUsage(options, kind, isCheckpoint, err); rc != kContinue)
+    return rc;
+  if (int rc = isCheckpoint ? importCheckpoint() : parseModule(); rc != kContinue)
+    return rc;
   if (options.dummyWeights)
     lowering.weights = WeightSource::Dummy;
   else if (kind == InputKind::ConfigOnly && options.randomWeights)
     lowering.weights = WeightSource::Random;
+  if (int rc = runPipeline(); rc != kContinue)
+    return rc;
+  if (options.emitMlir && options.output.empty())
+    return 0;
+  if (int rc = lowerAndWrite(); rc != kContinue)
+    return rc;
+  printSummary();
+  return 0;
+}
 
+int CompileRun::importCheckpoint() {
+  StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype.value_or("bf16"));
+  if (!dtype.ok()) {
+    err << "ingot compile: error: " << dtype.status().message() << "\n";
+    return 2;
+  }
+  // A config alone takes its torch_dtype unless --dtype is given.
+  std::optional<schema::DType> configDtype;
+  if (options.dtype)
+    configDtype = *dtype;
+  StatusOr<importer::ImportedModel> imported =
+      kind == InputKind::Gguf ? importer::importGguf(options.input,
+                                                     importer::GgufImportOptions{*dtype})
+      : kind == InputKind::ConfigOnly
+          ? importer::hf::importConfigOnly(options.input,
+                                           importer::hf::ConfigModelOptions{configDtype})
+          : importer::importHuggingFace(options.input, importer::HfImportOptions{*dtype});
+  if (!imported.ok()) {
+    err << "ingot compile: error: " << imported.status().message() << "\n";
+    return 1;
+  }
+  // Checked after the import, so a bad config is reported as such.
+  if (kind == InputKind::ConfigOnly && !options.output.empty() && !options.dummyWeights &&
+      !options.randomWeights) {
+    err << "ingot compile: error: '" << options.input
+        << "' is a model config without (safetensors) weights; pass --dummy-weights (the "
+           "runtime fills seeded random weights) or --random-weights (written into the "
+           "artifact)\n";
+    return 2;
+  }
+  checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
+  if (options.kvDtype == "fp8") {
+    checkpoint->config.kvDtype = schema::DType::F8E4M3FN;
+  } else if (options.kvDtype != "f32") {
+    err << "ingot compile: error: --kv-dtype must be f32 or fp8, got '" << options.kvDtype
+        << "'\n";
+    return 2;
+  }
+  // A GPTQ / AWQ checkpoint keeps its own group under --quant int4 unless --quant-group
+  // is given (even at the default), which re-quantizes layers of another group.
+  sourceLabel = sourceQuantization(*checkpoint).first;
+  if (int64_t group = sourceQuantization(*checkpoint).second;
+      options.quant == "int4" && group > 0 && group != quantGroupSize) {
+    if (options.quantGroupSize) {
+      out << "re-quantizing the " << sourceLabel << " checkpoint's group-" << group
+          << " layers with --quant-group " << quantGroupSize << "\n";
+    } else if (std::find(std::begin(quant::kInt4GroupSizes),
+                         std::end(quant::kInt4GroupSizes),
+                         group) != std::end(quant::kInt4GroupSizes)) {
+      quantGroupSize = group;
+      out << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
+    } else {
+      err << "ingot compile: warning: the " << sourceLabel << " checkpoint's group size "
+          << group << " is not one of 32, 64, 128: its layers are re-quantized with group "
+          << quantGroupSize << "\n";
+    }
+  }
+  if (int rc = calibrate(); rc != kContinue)
+    return rc;
+  return buildModule();
+}
+
+int CompileRun::calibrate() {
+  const std::string calibSearch = options.calibSearch.value_or("all");
+  if (!options.calib.empty()) {
+    CalibrationOptions calib;
+    calib.textPath = options.calib;
+    calib.recordInputs = options.calibrationForward;
+    calib.maxTokens = options.calibTokens.value_or(kDefaultCalibTokens);
+    calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
+                     : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
+                                                : quant::WeightEncoding::Mxfp4;
+    calib.group = quantGroupSize;
+    calib.searchScales = calibSearch != "clip";
+    calib.weightedBlocks = calibSearch != "scale";
+    StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
+    if (!calibrated.ok()) {
+      err << "ingot compile: error: --calib " << options.calib << ": "
+          << calibrated.status().message() << "\n";
+      return 1;
+    }
+    calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
+    out << describeCalibration(*calibration) << "\n";
+  }
+  return kContinue;
+}
+
+int CompileRun::buildModule() {
+  std::string error;
+  auto built = importer::buildLlamaModule(context, *checkpoint, error);
+  if (failed(built)) {
+    diagnostics.flush();
+    err << "ingot compile: error: " << options.input << ": " << error << "\n";
+    return 1;
+  }
+  module = std::move(*built);
+  annotateSourceQuantization(*module, calibration ? calibration->model : *checkpoint);
+  lowering.weights = WeightSource::Checkpoint;
+  lowering.checkpoint = calibration ? &calibration->model : checkpoint.get();
+  if (calibration)
+    lowering.quantColumnImportance = &calibration->columnImportance;
+  if (::isatty(STDERR_FILENO))
+    lowering.onTensorWritten = [&progress = err](size_t done, size_t total) {
+      constexpr size_t kWidth = 40;
+      size_t filled = total ? done * kWidth / total : kWidth;
+      progress << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, ' ') << "] "
+          << done << "/" << total << " tensors" << (done == total ? "\n" : "")
+          << std::flush;
+    };
+  sourceHash = checkpoint->sourceXxh64;
+  return kContinue;
+}
+
+int CompileRun::parseModule() {
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(options.input, &errorMessage);
+  if (!input) {
+    err << "ingot compile: error: cannot read '" << options.input << "': " << errorMessage
+        << "\n";
+    return 1;
+  }
+  sourceHash = XXH64(input->getBufferStart(), input->getBufferSize(), 0);
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module) {
+    diagnostics.flush();
+    err << "ingot compile: error: could not parse '" << options.input << "'\n";
+    return 1;
+  }
+  if (!options.output.empty() && !options.randomWeights && !options.dummyWeights) {
+    err << "ingot compile: error: '" << options.input
+        << "' is IR without weights; pass --random-weights or --dummy-weights\n";
+    return 2;
+  }
+  lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
+  return kContinue;
+}
+
+int CompileRun::runPipeline() {
   PipelineOptions pipeline;
   pipeline.quant = options.quant;
   pipeline.quantGroupSize = quantGroupSize;
@@ -416,10 +402,11 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     module->print(os);
     os.flush();
     out << text << "\n";
-    if (options.output.empty())
-      return 0;
   }
+  return kContinue;
+}
 
+int CompileRun::lowerAndWrite() {
   lowering.seed = options.seed;
   lowering.quantScales =
       options.quantScales == "mse" ? quant::ScaleChoice::MinError : quant::ScaleChoice::Absmax;
@@ -429,8 +416,6 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
   lowering.provenance.sourceXxh64 = sourceHash;
   lowering.provenance.created = utcNow();
 
-  ArtifactWriter writer;
-  LoweringReport report;
   if (mlir::failed(lowerModuleToArtifact(*module, lowering, writer, &report))) {
     diagnostics.flush();
     err << "ingot compile: error: cannot lower '" << options.input << "' to an artifact\n";
@@ -445,8 +430,7 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     }
     writer.addProgram(std::move(*draft));
   }
-  CudaKernelReport kernels;
-  const CudaKernelOptions kernelOptions{*cudaTargets, codegen::KernelCache::defaultDirectory()};
+  const CudaKernelOptions kernelOptions{cudaTargets, codegen::KernelCache::defaultDirectory()};
   Status kernelStatus = addAttentionKernels(writer, kernelOptions, &kernels);
   if (kernelStatus.ok())
     kernelStatus = addFusedKernels(writer, kernelOptions, &kernels);
@@ -466,6 +450,10 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
     return 1;
   }
 
+  return kContinue;
+}
+
+void CompileRun::printSummary() {
   // Parameters are the model's own: quantization scales are not counted.
   std::vector<bool> isScale(writer.contents().tensors.size(), false);
   for (const TensorSpec &t : writer.contents().tensors)
@@ -504,11 +492,17 @@ int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &e
           << ")";
     out << "\n";
   }
-  out << kernelSummary(kernels, *cudaTargets) << "\n";
+  out << kernelSummary(kernels, cudaTargets) << "\n";
   if (kind == InputKind::ConfigOnly && !checkpoint->hasTokenizer)
     out << "no tokenizer (none beside the config): ingot bench runs the artifact, ingot run "
            "and serve need one\n";
-  return 0;
+}
+
+} // namespace
+
+int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err) {
+  CompileRun run(options, out, err);
+  return run.run();
 }
 
 } // namespace ingot::compiler

@@ -127,6 +127,45 @@ void putLE(uint8_t *dst, uint64_t value, int bytes) {
 
 std::string quoted(const std::string &name) { return "'" + name + "'"; }
 
+/// Where each rank's tensors lie in the blob of a tensor-parallel artifact.
+std::vector<ShardRange> shardRanges(const ArtifactContents &contents,
+                                    const std::vector<TensorPlacement> &placements) {
+  std::vector<ShardRange> shards;
+  if (contents.tpWorldSize <= 1)
+    return shards;
+  for (int32_t rank = 0; rank < contents.tpWorldSize; ++rank) {
+    ShardRange shard{rank, 0, 0};
+    bool any = false;
+    uint64_t end = 0;
+    for (size_t i = 0; i < contents.tensors.size(); ++i) {
+      if (contents.tensors[i].tpRank != rank)
+        continue;
+      shard.blobOffset =
+          any ? std::min(shard.blobOffset, placements[i].offset) : placements[i].offset;
+      end = std::max(end, placements[i].offset + placements[i].size);
+      any = true;
+    }
+    shard.blobSize = any ? end - shard.blobOffset : 0;
+    shards.push_back(shard);
+  }
+  return shards;
+}
+
+/// The fixed header (artifact_header.h's layout) of an artifact with this manifest and blob.
+void encodeHeader(uint8_t *header, uint16_t major, uint16_t minor, bool dummy,
+                  const std::vector<uint8_t> &manifest, uint64_t blobOffset, uint64_t blobSize) {
+  std::memcpy(header, artifact::kMagic, sizeof(artifact::kMagic));
+  putLE(header + 8, major, 2);
+  putLE(header + 10, minor, 2);
+  putLE(header + 12, dummy ? artifact::kFlagNoBlob : 0, 4);
+  putLE(header + 16, kHeaderSize, 8);
+  putLE(header + 24, manifest.size(), 8);
+  putLE(header + 32, blobOffset, 8);
+  putLE(header + 40, dummy ? 0 : blobSize, 8);
+  putLE(header + 48, XXH64(manifest.data(), manifest.size(), 0), 8);
+  putLE(header + 56, XXH64(header, 56, 0), 8);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -371,24 +410,8 @@ Status ArtifactWriter::writeTo(Output &out) {
     blobSize = placements[i].offset + placements[i].size;
   }
 
-  std::vector<ShardRange> shards;
-  if (contents_.tpWorldSize > 1 && !dummy) {
-    for (int32_t rank = 0; rank < contents_.tpWorldSize; ++rank) {
-      ShardRange shard{rank, 0, 0};
-      bool any = false;
-      uint64_t end = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if (contents_.tensors[i].tpRank != rank)
-          continue;
-        shard.blobOffset = any ? std::min(shard.blobOffset, placements[i].offset)
-                               : placements[i].offset;
-        end = std::max(end, placements[i].offset + placements[i].size);
-        any = true;
-      }
-      shard.blobSize = any ? end - shard.blobOffset : 0;
-      shards.push_back(shard);
-    }
-  }
+  const std::vector<ShardRange> shards =
+      dummy ? std::vector<ShardRange>{} : shardRanges(contents_, placements);
 
   const uint64_t reservedManifestSize =
       buildManifest(contents_, placements, shards).size();
@@ -454,16 +477,7 @@ Status ArtifactWriter::writeTo(Output &out) {
   INGOT_RETURN_IF_ERROR(out.writeAt(kHeaderSize, manifest.data(), manifest.size()));
 
   uint8_t header[kHeaderSize] = {};
-  std::memcpy(header, artifact::kMagic, sizeof(artifact::kMagic));
-  putLE(header + 8, formatMajor_, 2);
-  putLE(header + 10, formatMinor_, 2);
-  putLE(header + 12, dummy ? artifact::kFlagNoBlob : 0, 4);
-  putLE(header + 16, kHeaderSize, 8);
-  putLE(header + 24, manifest.size(), 8);
-  putLE(header + 32, blobOffset, 8);
-  putLE(header + 40, dummy ? 0 : blobSize, 8);
-  putLE(header + 48, XXH64(manifest.data(), manifest.size(), 0), 8);
-  putLE(header + 56, XXH64(header, 56, 0), 8);
+  encodeHeader(header, formatMajor_, formatMinor_, dummy, manifest, blobOffset, blobSize);
   INGOT_RETURN_IF_ERROR(out.writeAt(0, header, kHeaderSize));
 
   const uint64_t total = dummy ? kHeaderSize + manifest.size() : blobOffset + blobSize;

@@ -118,6 +118,301 @@ void addSpeculativeFlags(CLI::App* app, std::string& source, int& tokens, int& b
       ->check(CLI::Range(1, 8));
 }
 
+/// `ingot compile`'s flags, as given.
+struct CompileFlags {
+  CLI::App* command = nullptr;
+  std::string input, output;
+  bool emit_mlir = false, dummy_weights = false, random_weights = false;
+  uint64_t seed = 0;
+  std::string weight_dtype = "bf16";
+  std::string kv_dtype = "f32";
+  std::string quant;
+  int64_t quant_group = 32;
+  std::vector<std::string> quant_skip;
+  std::string quant_scales = "absmax";
+  std::string calib, calib_search = "all";
+  int64_t calib_tokens = 4096;
+  int32_t tp = 1;
+  std::string cuda_targets;
+  int32_t draft_layers = 0;
+};
+
+void addCompileCommand(CLI::App& app, CompileFlags& f) {
+  CLI::App* compile = app.add_subcommand("compile", "Compile a model into a .ingot artifact");
+  f.command = compile;
+  compile->add_option("input", f.input,
+                      "A GGUF checkpoint, a Hugging Face directory, a Hugging Face config.json "
+                      "alone (with --dummy-weights) or an ingot module (.mlir)")
+      ->required();
+  compile->add_option("--dtype", f.weight_dtype,
+                      "Weight dtype for checkpoints: f32, bf16 (default), f16; a config alone "
+                      "defaults to its torch_dtype")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  compile->add_option("--kv-dtype", f.kv_dtype,
+                      "KV cache element type the artifact declares: f32 or fp8 (E4M3, one "
+                      "scale per block and kv head); serve/run --kv-dtype override it on the "
+                      "CPU, while CUDA kernels are made for the declared type")
+      ->check(CLI::IsMember({"f32", "fp8"}));
+  compile->add_option("-o,--output", f.output, "Output artifact path");
+  compile->add_flag("--emit-mlir", f.emit_mlir, "Print the module after the pass pipeline");
+  compile->add_flag("--dummy-weights", f.dummy_weights,
+                    "Write no weight blob; the runtime fills weights from --seed");
+  compile->add_flag("--random-weights", f.random_weights,
+                    "Fill the weight blob with seeded pseudo-random values");
+  compile->add_option("--seed", f.seed, "Seed for --dummy-weights / --random-weights");
+  compile->add_option("--quant", f.quant,
+                      "Quantize linear weights: int4 (group-wise, asymmetric; GGUF Q4_0/Q4_1 "
+                      "blocks kept exactly), fp8, nvfp4, mxfp4")
+      ->check(CLI::IsMember({"int4", "fp8", "nvfp4", "mxfp4"}));
+  compile->add_option("--quant-group", f.quant_group,
+                      "Elements per int4 scale: 32, 64, 128 (default 32, or a GPTQ/AWQ "
+                      "checkpoint's own group, whose integers are then copied exactly)")
+      ->check(CLI::IsMember({32, 64, 128}));
+  compile->add_option("--quant-skip", f.quant_skip,
+                      "Keep weights whose name matches PATTERN (a glob, or a substring) "
+                      "unquantized; repeatable")
+      ->allow_extra_args(false);
+  compile->add_option("--quant-scales", f.quant_scales,
+                      "NVFP4/MXFP4 block scales: absmax (from the block maximum) or mse (the "
+                      "nearby scale with the least squared error)")
+      ->check(CLI::IsMember({"absmax", "mse"}));
+  compile->add_option("--calib", f.calib,
+                      "Calibration text for activation-aware 4-bit scales (int4, nvfp4, mxfp4): "
+                      "runs the unquantized model over it (docs/quantization.md)");
+  compile->add_option("--calib-tokens", f.calib_tokens, "Most calibration tokens (default 4096)")
+      ->check(CLI::Range(int64_t{64}, int64_t{1} << 20));
+  compile->add_option("--calib-search", f.calib_search,
+                      "What --calib searches: all (folded AWQ scales and activation-weighted "
+                      "block scales), scale, or clip")
+      ->check(CLI::IsMember({"all", "scale", "clip"}));
+  compile->add_option("--tp", f.tp,
+                      "Shard the model over N tensor-parallel ranks (docs/tensor-parallel.md)")
+      ->check(CLI::Range(1, 1024));
+  compile->add_option("--cuda-targets", f.cuda_targets,
+                      "CUDA attention kernels to compile with NVRTC: all (sm_80 sm_89 sm_90a "
+                      "sm_100f sm_120f compute_80; the default where NVRTC is available), none, "
+                      "or a comma-separated list; binaries are cached in $INGOT_KERNEL_CACHE "
+                      "(default ~/.cache/ingot/kernels)");
+  compile->add_option("--draft-layers", f.draft_layers,
+                      "Also build a draft program of the first N layers and the head, sharing "
+                      "the weights, for self-speculation (ingot serve --speculative self)")
+      ->check(CLI::PositiveNumber);
+}
+
+int runCompileCommand(const CompileFlags& f, int argc, char** argv) {
+#ifdef INGOT_HAVE_COMPILER
+  if (f.output.empty() && !f.emit_mlir) {
+    std::cerr << "ingot compile: error: give -o OUTPUT or --emit-mlir\n";
+    return 2;
+  }
+  if (f.dummy_weights && f.random_weights) {
+    std::cerr << "ingot compile: error: --dummy-weights and --random-weights exclude each other\n";
+    return 2;
+  }
+  ingot::compiler::CompileOptions options;
+  options.input = f.input;
+  options.output = f.output;
+  options.emitMlir = f.emit_mlir;
+  options.dummyWeights = f.dummy_weights;
+  options.randomWeights = f.random_weights;
+  options.seed = f.seed;
+  if (f.command->count("--dtype")) options.dtype = f.weight_dtype;
+  options.kvDtype = f.kv_dtype;
+  options.quant = f.quant;
+  // Given at all (even at its default), a value is honoured; unset leaves the choice to
+  // the checkpoint (a GPTQ / AWQ group) and refuses --calib-* without --calib.
+  if (f.command->count("--quant-group")) options.quantGroupSize = f.quant_group;
+  options.quantSkip = f.quant_skip;
+  options.quantScales = f.quant_scales;
+  options.calib = f.calib;
+  if (f.command->count("--calib-tokens")) options.calibTokens = f.calib_tokens;
+  if (f.command->count("--calib-search")) options.calibSearch = f.calib_search;
+  options.draftLayers = f.draft_layers;
+  options.cudaTargets = f.cuda_targets;
+  options.tensorParallel = f.tp;
+  options.calibrationForward = ingot::tools::recordLinearInputsOnCpu;
+  options.commandLine.assign(argv, argv + argc);
+  return ingot::compiler::runCompile(options, std::cout, std::cerr);
+#else
+  (void)f;
+  (void)argc;
+  (void)argv;
+  std::cerr << "ingot compile: error: this build has no compiler "
+               "(configured with -DINGOT_BUILD_COMPILER=OFF)\n";
+  return 2;
+#endif
+}
+
+CLI::App* addBenchCommand(CLI::App& app, ingot::BenchCommandOptions& o) {
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Throughput and latency: offline (ARTIFACT, engine in-process) or online (--url)");
+  bench->add_option("artifact", o.artifact, "Offline: path to a .ingot artifact");
+  bench->add_option("--url", o.url,
+                    "Online: an ingot server, http://HOST:PORT (streams /v1/completions)");
+  bench->add_option("--model", o.model, "Online: the requests' model name");
+  bench->add_option("--prompt-vocab", o.prompt_vocab,
+                    "Online: prompt token ids are drawn below this (within the model's vocab)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("-c,--concurrency", o.concurrency,
+                    "Requests in flight, one run each (default 1 8 32; with --request-rate: "
+                    "a cap, none by default)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--request-rate", o.request_rates,
+                    "Poisson arrivals at these requests/s, one run each (default: closed loop)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--requests", o.bench.num_requests, "Requests per run")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--lengths", o.lengths_path,
+                    "JSON lines {\"prompt_tokens\": N, \"output_tokens\": M}, one request "
+                    "each, in order (replaces the random lengths; cycled up to --requests)");
+  bench->add_option("--prompt-min", o.bench.prompt_min, "Shortest prompt (tokens)");
+  bench->add_option("--prompt-max", o.bench.prompt_max, "Longest prompt (tokens)");
+  bench->add_option("--output-min", o.bench.output_min, "Fewest tokens generated");
+  bench->add_option("--output-max", o.bench.output_max, "Most tokens generated");
+  bench->add_option("--seed", o.bench.seed, "Seed of the random prompts and lengths");
+  bench->add_option("--threads", o.bench.num_threads, "CPU threads (0 = all cores)");
+  addKvDtypeFlag(bench, o.kv_dtype);
+  addDeviceFlags(bench, o.device);
+  addTensorParallelFlag(bench, o.tp);
+  bench->add_option("--json", o.json_path, "Also write the results as JSON");
+  bench->add_option("--interference", o.interference.long_prompt,
+                    "Instead: how a prompt of this many tokens slows running decoders");
+  bench->add_option("--decoders", o.interference.decoders,
+                    "Decoding requests for --interference");
+  bench->add_option("--max-prefill-while-decoding",
+                    o.interference.max_prefill_while_decoding,
+                    "Prefill tokens a step carries next to decodes (0 = budget only)");
+  bench->add_option("--max-batched-tokens", o.interference.max_batched_tokens,
+                    "Token budget of one step");
+  addSpeculativeFlags(bench, o.speculative, o.spec_tokens,
+                      o.spec_branches, o.draft);
+  return bench;
+}
+
+CLI::App* addEvalCommand(CLI::App& app, ingot::EvalPerplexityOptions& o) {
+  CLI::App* eval = app.add_subcommand("eval", "Measure model quality on the CPU backend");
+  eval->require_subcommand(1);
+  CLI::App* ppl = eval->add_subcommand("ppl", "Perplexity of the model over a text file");
+  ppl->add_option("artifact", o.artifact, "Path to a .ingot artifact")->required();
+  ppl->add_option("--text", o.text_path, "UTF-8 text file to score")->required();
+  ppl->add_option("--ctx", o.context, "Tokens per window (default 1024)");
+  ppl->add_option("--stride", o.stride,
+                  "Tokens between window starts; each window scores only tokens the last one "
+                  "did not (0 = --ctx, disjoint windows)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--max-tokens", o.max_tokens,
+                  "Score only the text's first N tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--threads", o.num_threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  ppl->add_option("--json", o.json_path, "Also write the result as JSON");
+  addKvDtypeFlag(ppl, o.kv_dtype);
+  addDeviceFlags(ppl, o.device);
+  addTensorParallelFlag(ppl, o.tp);
+  return ppl;
+}
+
+/// `ingot tokenize`'s flags.
+struct TokenizeFlags {
+  ingot::TokenizeOptions options;
+  bool no_special = false, literal_specials = false;
+};
+
+CLI::App* addTokenizeCommand(CLI::App& app, TokenizeFlags& f) {
+  CLI::App* tokenize = app.add_subcommand("tokenize", "Print the token ids of a text");
+  tokenize->add_option("artifact", f.options.artifact, "Path to a .ingot artifact")
+      ->required();
+  tokenize->add_option("text", f.options.text, "The text")->required();
+  tokenize->add_flag("--no-bos", f.no_special, "Do not add BOS/EOS");
+  tokenize->add_flag("--literal-specials", f.literal_specials,
+                     "Tokenize special-token strings as plain text");
+  tokenize->add_flag("--pieces", f.options.pieces, "Print one 'id<TAB>piece' per line");
+  return tokenize;
+}
+
+CLI::App* addServeCommand(CLI::App& app, ingot::ServeOptions& o) {
+  CLI::App* serve = app.add_subcommand("serve", "Serve an artifact over an OpenAI-compatible HTTP API");
+  serve->add_option("artifact", o.artifact, "Path to a .ingot artifact")->required();
+  serve->add_option("--host", o.host, "Address to listen on");
+  serve->add_option("--port", o.port, "TCP port (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--threads", o.threads, "Compute threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--io-threads", o.io_threads, "Network I/O threads")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-queue", o.max_queue,
+                    "Sequences admitted beyond --max-running before 429")
+      ->check(CLI::NonNegativeNumber);
+  addKvDtypeFlag(serve, o.kv_dtype);
+  addDeviceFlags(serve, o.device);
+  serve->add_option("--kv-blocks", o.kv_blocks, "KV cache blocks (0 = default)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--max-running", o.max_running, "Sequences batched at once")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-batched-tokens", o.max_batched_tokens,
+                    "Token budget of one engine step")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-prefill-while-decoding", o.max_prefill_while_decoding,
+                    "Prefill a step carries next to decodes, in tokens, a token at position p "
+                    "counting 1 + p / (the context where its attention costs as much as its "
+                    "linear layers); bounds decoders' latency (0 = the step budget only)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--max-model-len", o.max_model_len,
+                    "Longest sequence, prompt plus output (0 = the model's context)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_flag("--no-prefix-cache", o.no_prefix_cache, "Disable prefix caching");
+  addTensorParallelFlag(serve, o.tp);
+  addSpeculativeFlags(serve, o.speculative, o.spec_tokens,
+                      o.spec_branches, o.draft);
+  serve->add_option("--served-model-name", o.model_name,
+                    "Model name for the API (default: the artifact's file name)");
+  return serve;
+}
+
+/// The hidden `ingot tp-worker`: a worker rank that `--tp-mode processes` starts.
+struct TpWorkerFlags {
+  ingot::TpWorkerOptions options;
+  std::string master, kv_dtype = "artifact", device = "cpu";
+  int64_t timeout_ms = ingot::TpWorkerOptions{}.timeout.count();
+};
+
+CLI::App* addTpWorkerCommand(CLI::App& app, TpWorkerFlags& f) {
+  CLI::App* tp_worker = app.add_subcommand("tp-worker", "A tensor-parallel worker rank (internal)");
+  tp_worker->group("");
+  tp_worker->add_option("--artifact", f.options.artifact)->required();
+  tp_worker->add_option("--rank", f.options.rank)->required();
+  tp_worker->add_option("--world", f.options.world_size)->required();
+  tp_worker->add_option("--master", f.master)->required();
+  tp_worker->add_option("--group", f.options.group);
+  tp_worker->add_option("--threads", f.options.num_threads)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--kv-blocks", f.options.num_kv_blocks)->check(CLI::NonNegativeNumber);
+  tp_worker->add_option("--kv-dtype", f.kv_dtype);
+  tp_worker->add_option("--timeout-ms", f.timeout_ms)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--chunk-floats", f.options.chunk_floats)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--nnodes", f.options.nnodes)->check(CLI::PositiveNumber);
+  tp_worker->add_option("--device", f.device, "cpu, or cuda:N: this rank's GPU");
+  tp_worker->add_option("--gpu-memory-utilization", f.options.gpu_memory_utilization);
+  tp_worker->add_option("--max-model-len", f.options.max_model_len)->check(CLI::NonNegativeNumber);
+  return tp_worker;
+}
+
+int runTpWorker(TpWorkerFlags& f) {
+    f.options.kv_dtype = f.kv_dtype == "artifact" ? "" : f.kv_dtype;
+  f.options.timeout = std::chrono::milliseconds(f.timeout_ms);
+  if (f.device != "cpu") {
+    char* end = nullptr;
+    const long gpu = f.device.rfind("cuda:", 0) == 0
+                         ? std::strtol(f.device.c_str() + 5, &end, 10) : -1;
+    if (gpu < 0 || !end || end == f.device.c_str() + 5 || *end != '\0') {
+      std::cerr << "ingot tp-worker: error: --device must be cpu or cuda:N, got '"
+                << f.device << "'\n";
+      return 2;
+    }
+    f.options.gpu = static_cast<int32_t>(gpu);
+  }
+  return ingot::runTpWorkerCommand(f.options, f.master, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,81 +426,8 @@ int main(int argc, char** argv) {
   CLI::App* inspect = app.add_subcommand("inspect", "Print an artifact's manifest in human form");
   inspect->add_option("artifact", inspect_path, "Path to a .ingot artifact")->required();
   inspect->add_flag("--verify", inspect_verify, "Also check every tensor's xxh64 checksum");
-
-  // ingot compile
-  std::string compile_input, compile_output;
-  bool emit_mlir = false, dummy_weights = false, random_weights = false;
-  uint64_t seed = 0;
-  std::string weight_dtype = "bf16";
-  CLI::App* compile = app.add_subcommand("compile", "Compile a model into a .ingot artifact");
-  compile->add_option("input", compile_input,
-                      "A GGUF checkpoint, a Hugging Face directory, a Hugging Face config.json "
-                      "alone (with --dummy-weights) or an ingot module (.mlir)")
-      ->required();
-  compile->add_option("--dtype", weight_dtype,
-                      "Weight dtype for checkpoints: f32, bf16 (default), f16; a config alone "
-                      "defaults to its torch_dtype")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
-  std::string compile_kv_dtype = "f32";
-  compile->add_option("--kv-dtype", compile_kv_dtype,
-                      "KV cache element type the artifact declares: f32 or fp8 (E4M3, one "
-                      "scale per block and kv head); serve/run --kv-dtype override it on the "
-                      "CPU, while CUDA kernels are made for the declared type")
-      ->check(CLI::IsMember({"f32", "fp8"}));
-  compile->add_option("-o,--output", compile_output, "Output artifact path");
-  compile->add_flag("--emit-mlir", emit_mlir, "Print the module after the pass pipeline");
-  compile->add_flag("--dummy-weights", dummy_weights,
-                    "Write no weight blob; the runtime fills weights from --seed");
-  compile->add_flag("--random-weights", random_weights,
-                    "Fill the weight blob with seeded pseudo-random values");
-  compile->add_option("--seed", seed, "Seed for --dummy-weights / --random-weights");
-  std::string quant;
-  int64_t quant_group = 32;
-  std::vector<std::string> quant_skip;
-  compile->add_option("--quant", quant,
-                      "Quantize linear weights: int4 (group-wise, asymmetric; GGUF Q4_0/Q4_1 "
-                      "blocks kept exactly), fp8, nvfp4, mxfp4")
-      ->check(CLI::IsMember({"int4", "fp8", "nvfp4", "mxfp4"}));
-  compile->add_option("--quant-group", quant_group,
-                      "Elements per int4 scale: 32, 64, 128 (default 32, or a GPTQ/AWQ "
-                      "checkpoint's own group, whose integers are then copied exactly)")
-      ->check(CLI::IsMember({32, 64, 128}));
-  compile->add_option("--quant-skip", quant_skip,
-                      "Keep weights whose name matches PATTERN (a glob, or a substring) "
-                      "unquantized; repeatable")
-      ->allow_extra_args(false);
-  std::string quant_scales = "absmax";
-  compile->add_option("--quant-scales", quant_scales,
-                      "NVFP4/MXFP4 block scales: absmax (from the block maximum) or mse (the "
-                      "nearby scale with the least squared error)")
-      ->check(CLI::IsMember({"absmax", "mse"}));
-  std::string calib, calib_search = "all";
-  int64_t calib_tokens = 4096;
-  compile->add_option("--calib", calib,
-                      "Calibration text for activation-aware 4-bit scales (int4, nvfp4, mxfp4): "
-                      "runs the unquantized model over it (docs/quantization.md)");
-  compile->add_option("--calib-tokens", calib_tokens, "Most calibration tokens (default 4096)")
-      ->check(CLI::Range(int64_t{64}, int64_t{1} << 20));
-  compile->add_option("--calib-search", calib_search,
-                      "What --calib searches: all (folded AWQ scales and activation-weighted "
-                      "block scales), scale, or clip")
-      ->check(CLI::IsMember({"all", "scale", "clip"}));
-  int32_t compile_tp = 1;
-  compile->add_option("--tp", compile_tp,
-                      "Shard the model over N tensor-parallel ranks (docs/tensor-parallel.md)")
-      ->check(CLI::Range(1, 1024));
-  std::string cuda_targets;
-  compile->add_option("--cuda-targets", cuda_targets,
-                      "CUDA attention kernels to compile with NVRTC: all (sm_80 sm_89 sm_90a "
-                      "sm_100f sm_120f compute_80; the default where NVRTC is available), none, "
-                      "or a comma-separated list; binaries are cached in $INGOT_KERNEL_CACHE "
-                      "(default ~/.cache/ingot/kernels)");
-  int32_t draft_layers = 0;
-  compile->add_option("--draft-layers", draft_layers,
-                      "Also build a draft program of the first N layers and the head, sharing "
-                      "the weights, for self-speculation (ingot serve --speculative self)")
-      ->check(CLI::PositiveNumber);
-
+  CompileFlags compile;
+  addCompileCommand(app, compile);
   // ingot run
   ingot::RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Generate text from a prompt on the CPU backend");
@@ -213,170 +435,26 @@ int main(int argc, char** argv) {
   run->get_option("--prompt")->required();
   run->add_flag("--chat", run_options.chat, "Apply the artifact's chat template to the prompt");
   run->add_flag("--ignore-eos", run_options.sampling.ignore_eos, "Keep generating past end-of-sequence");
-
   // ingot chat
   ingot::RunOptions chat_options;
   chat_options.max_new_tokens = 256;
   chat_options.chat = true;
   CLI::App* chat = app.add_subcommand("chat", "Chat with a model on the CPU backend");
   addGenerationOptions(chat, chat_options);
-
-  // ingot bench
   ingot::BenchCommandOptions bench_options;
-  CLI::App* bench = app.add_subcommand(
-      "bench", "Throughput and latency: offline (ARTIFACT, engine in-process) or online (--url)");
-  bench->add_option("artifact", bench_options.artifact, "Offline: path to a .ingot artifact");
-  bench->add_option("--url", bench_options.url,
-                    "Online: an ingot server, http://HOST:PORT (streams /v1/completions)");
-  bench->add_option("--model", bench_options.model, "Online: the requests' model name");
-  bench->add_option("--prompt-vocab", bench_options.prompt_vocab,
-                    "Online: prompt token ids are drawn below this (within the model's vocab)")
-      ->check(CLI::PositiveNumber);
-  bench->add_option("-c,--concurrency", bench_options.concurrency,
-                    "Requests in flight, one run each (default 1 8 32; with --request-rate: "
-                    "a cap, none by default)")
-      ->check(CLI::PositiveNumber);
-  bench->add_option("--request-rate", bench_options.request_rates,
-                    "Poisson arrivals at these requests/s, one run each (default: closed loop)")
-      ->check(CLI::PositiveNumber);
-  bench->add_option("--requests", bench_options.bench.num_requests, "Requests per run")
-      ->check(CLI::PositiveNumber);
-  bench->add_option("--lengths", bench_options.lengths_path,
-                    "JSON lines {\"prompt_tokens\": N, \"output_tokens\": M}, one request "
-                    "each, in order (replaces the random lengths; cycled up to --requests)");
-  bench->add_option("--prompt-min", bench_options.bench.prompt_min, "Shortest prompt (tokens)");
-  bench->add_option("--prompt-max", bench_options.bench.prompt_max, "Longest prompt (tokens)");
-  bench->add_option("--output-min", bench_options.bench.output_min, "Fewest tokens generated");
-  bench->add_option("--output-max", bench_options.bench.output_max, "Most tokens generated");
-  bench->add_option("--seed", bench_options.bench.seed, "Seed of the random prompts and lengths");
-  bench->add_option("--threads", bench_options.bench.num_threads, "CPU threads (0 = all cores)");
-  addKvDtypeFlag(bench, bench_options.kv_dtype);
-  addDeviceFlags(bench, bench_options.device);
-  addTensorParallelFlag(bench, bench_options.tp);
-  bench->add_option("--json", bench_options.json_path, "Also write the results as JSON");
-  bench->add_option("--interference", bench_options.interference.long_prompt,
-                    "Instead: how a prompt of this many tokens slows running decoders");
-  bench->add_option("--decoders", bench_options.interference.decoders,
-                    "Decoding requests for --interference");
-  bench->add_option("--max-prefill-while-decoding",
-                    bench_options.interference.max_prefill_while_decoding,
-                    "Prefill tokens a step carries next to decodes (0 = budget only)");
-  bench->add_option("--max-batched-tokens", bench_options.interference.max_batched_tokens,
-                    "Token budget of one step");
-  addSpeculativeFlags(bench, bench_options.speculative, bench_options.spec_tokens,
-                      bench_options.spec_branches, bench_options.draft);
-
-  // ingot eval ppl
+  CLI::App* bench = addBenchCommand(app, bench_options);
   ingot::EvalPerplexityOptions ppl_options;
-  CLI::App* eval = app.add_subcommand("eval", "Measure model quality on the CPU backend");
-  eval->require_subcommand(1);
-  CLI::App* ppl = eval->add_subcommand("ppl", "Perplexity of the model over a text file");
-  ppl->add_option("artifact", ppl_options.artifact, "Path to a .ingot artifact")->required();
-  ppl->add_option("--text", ppl_options.text_path, "UTF-8 text file to score")->required();
-  ppl->add_option("--ctx", ppl_options.context, "Tokens per window (default 1024)");
-  ppl->add_option("--stride", ppl_options.stride,
-                  "Tokens between window starts; each window scores only tokens the last one "
-                  "did not (0 = --ctx, disjoint windows)")
-      ->check(CLI::NonNegativeNumber);
-  ppl->add_option("--max-tokens", ppl_options.max_tokens,
-                  "Score only the text's first N tokens (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  ppl->add_option("--threads", ppl_options.num_threads, "CPU threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
-  ppl->add_option("--json", ppl_options.json_path, "Also write the result as JSON");
-  addKvDtypeFlag(ppl, ppl_options.kv_dtype);
-  addDeviceFlags(ppl, ppl_options.device);
-  addTensorParallelFlag(ppl, ppl_options.tp);
-
-  // ingot tokenize
-  ingot::TokenizeOptions tokenize_options;
-  bool no_special = false, literal_specials = false;
-  CLI::App* tokenize = app.add_subcommand("tokenize", "Print the token ids of a text");
-  tokenize->add_option("artifact", tokenize_options.artifact, "Path to a .ingot artifact")
-      ->required();
-  tokenize->add_option("text", tokenize_options.text, "The text")->required();
-  tokenize->add_flag("--no-bos", no_special, "Do not add BOS/EOS");
-  tokenize->add_flag("--literal-specials", literal_specials,
-                     "Tokenize special-token strings as plain text");
-  tokenize->add_flag("--pieces", tokenize_options.pieces, "Print one 'id<TAB>piece' per line");
-
-  // ingot serve
+  CLI::App* ppl = addEvalCommand(app, ppl_options);
+  TokenizeFlags tokenize;
+  CLI::App* tokenize_command = addTokenizeCommand(app, tokenize);
   ingot::ServeOptions serve_options;
-  CLI::App* serve = app.add_subcommand("serve", "Serve an artifact over an OpenAI-compatible HTTP API");
-  serve->add_option("artifact", serve_options.artifact, "Path to a .ingot artifact")->required();
-  serve->add_option("--host", serve_options.host, "Address to listen on");
-  serve->add_option("--port", serve_options.port, "TCP port (0 = any free port)")
-      ->check(CLI::Range(0, 65535));
-  serve->add_option("--threads", serve_options.threads, "Compute threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
-  serve->add_option("--io-threads", serve_options.io_threads, "Network I/O threads")
-      ->check(CLI::PositiveNumber);
-  serve->add_option("--max-queue", serve_options.max_queue,
-                    "Sequences admitted beyond --max-running before 429")
-      ->check(CLI::NonNegativeNumber);
-  addKvDtypeFlag(serve, serve_options.kv_dtype);
-  addDeviceFlags(serve, serve_options.device);
-  serve->add_option("--kv-blocks", serve_options.kv_blocks, "KV cache blocks (0 = default)")
-      ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-running", serve_options.max_running, "Sequences batched at once")
-      ->check(CLI::PositiveNumber);
-  serve->add_option("--max-batched-tokens", serve_options.max_batched_tokens,
-                    "Token budget of one engine step")
-      ->check(CLI::PositiveNumber);
-  serve->add_option("--max-prefill-while-decoding", serve_options.max_prefill_while_decoding,
-                    "Prefill a step carries next to decodes, in tokens, a token at position p "
-                    "counting 1 + p / (the context where its attention costs as much as its "
-                    "linear layers); bounds decoders' latency (0 = the step budget only)")
-      ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-model-len", serve_options.max_model_len,
-                    "Longest sequence, prompt plus output (0 = the model's context)")
-      ->check(CLI::NonNegativeNumber);
-  serve->add_flag("--no-prefix-cache", serve_options.no_prefix_cache, "Disable prefix caching");
-  addTensorParallelFlag(serve, serve_options.tp);
-  addSpeculativeFlags(serve, serve_options.speculative, serve_options.spec_tokens,
-                      serve_options.spec_branches, serve_options.draft);
-  serve->add_option("--served-model-name", serve_options.model_name,
-                    "Model name for the API (default: the artifact's file name)");
-
-  // ingot tp-worker (hidden): a worker rank that `--tp-mode processes` starts.
-  ingot::TpWorkerOptions worker_options;
-  std::string worker_master, worker_kv_dtype = "artifact", worker_device = "cpu";
-  int64_t worker_timeout_ms = worker_options.timeout.count();
-  CLI::App* tp_worker = app.add_subcommand("tp-worker", "A tensor-parallel worker rank (internal)");
-  tp_worker->group("");
-  tp_worker->add_option("--artifact", worker_options.artifact)->required();
-  tp_worker->add_option("--rank", worker_options.rank)->required();
-  tp_worker->add_option("--world", worker_options.world_size)->required();
-  tp_worker->add_option("--master", worker_master)->required();
-  tp_worker->add_option("--group", worker_options.group);
-  tp_worker->add_option("--threads", worker_options.num_threads)->check(CLI::PositiveNumber);
-  tp_worker->add_option("--kv-blocks", worker_options.num_kv_blocks)->check(CLI::NonNegativeNumber);
-  tp_worker->add_option("--kv-dtype", worker_kv_dtype);
-  tp_worker->add_option("--timeout-ms", worker_timeout_ms)->check(CLI::PositiveNumber);
-  tp_worker->add_option("--chunk-floats", worker_options.chunk_floats)->check(CLI::PositiveNumber);
-  tp_worker->add_option("--nnodes", worker_options.nnodes)->check(CLI::PositiveNumber);
-  tp_worker->add_option("--device", worker_device, "cpu, or cuda:N: this rank's GPU");
-  tp_worker->add_option("--gpu-memory-utilization", worker_options.gpu_memory_utilization);
-  tp_worker->add_option("--max-model-len", worker_options.max_model_len)->check(CLI::NonNegativeNumber);
+  CLI::App* serve = addServeCommand(app, serve_options);
+  TpWorkerFlags worker;
+  CLI::App* tp_worker = addTpWorkerCommand(app, worker);
 
   CLI11_PARSE(app, argc, argv);
 
-  if (*tp_worker) {
-    worker_options.kv_dtype = worker_kv_dtype == "artifact" ? "" : worker_kv_dtype;
-    worker_options.timeout = std::chrono::milliseconds(worker_timeout_ms);
-    if (worker_device != "cpu") {
-      char* end = nullptr;
-      const long gpu = worker_device.rfind("cuda:", 0) == 0
-                           ? std::strtol(worker_device.c_str() + 5, &end, 10) : -1;
-      if (gpu < 0 || !end || end == worker_device.c_str() + 5 || *end != '\0') {
-        std::cerr << "ingot tp-worker: error: --device must be cpu or cuda:N, got '"
-                  << worker_device << "'\n";
-        return 2;
-      }
-      worker_options.gpu = static_cast<int32_t>(gpu);
-    }
-    return ingot::runTpWorkerCommand(worker_options, worker_master, std::cerr);
-  }
+  if (*tp_worker) return runTpWorker(worker);
   // A worker node of a multi-host group runs only its ranks: no engine, no server.
   using ingot::isWorkerNode;
   using ingot::runWorkerNodeCommand;
@@ -412,12 +490,11 @@ int main(int argc, char** argv) {
   if (*ppl) {
     return ingot::runEvalPerplexity(ppl_options, std::cout, std::cerr);
   }
-  if (*tokenize) {
-    tokenize_options.add_special = !no_special;
-    tokenize_options.parse_special = !literal_specials;
-    return ingot::runTokenize(tokenize_options, std::cout, std::cerr);
+  if (*tokenize_command) {
+    tokenize.options.add_special = !tokenize.no_special;
+    tokenize.options.parse_special = !tokenize.literal_specials;
+    return ingot::runTokenize(tokenize.options, std::cout, std::cerr);
   }
-
   if (*chat) {
     return ingot::runChat(chat_options, std::cin, std::cout, std::cerr);
   }
@@ -428,45 +505,6 @@ int main(int argc, char** argv) {
   if (*inspect) {
     return ingot::runInspect(inspect_path, inspect_verify, std::cout, std::cerr);
   }
-  if (*compile) {
-#ifdef INGOT_HAVE_COMPILER
-    if (compile_output.empty() && !emit_mlir) {
-      std::cerr << "ingot compile: error: give -o OUTPUT or --emit-mlir\n";
-      return 2;
-    }
-    if (dummy_weights && random_weights) {
-      std::cerr << "ingot compile: error: --dummy-weights and --random-weights exclude each other\n";
-      return 2;
-    }
-    ingot::compiler::CompileOptions options;
-    options.input = compile_input;
-    options.output = compile_output;
-    options.emitMlir = emit_mlir;
-    options.dummyWeights = dummy_weights;
-    options.randomWeights = random_weights;
-    options.seed = seed;
-    if (compile->count("--dtype")) options.dtype = weight_dtype;
-    options.kvDtype = compile_kv_dtype;
-    options.quant = quant;
-    // Given at all (even at its default), a value is honoured; unset leaves the choice to
-    // the checkpoint (a GPTQ / AWQ group) and refuses --calib-* without --calib.
-    if (compile->count("--quant-group")) options.quantGroupSize = quant_group;
-    options.quantSkip = quant_skip;
-    options.quantScales = quant_scales;
-    options.calib = calib;
-    if (compile->count("--calib-tokens")) options.calibTokens = calib_tokens;
-    if (compile->count("--calib-search")) options.calibSearch = calib_search;
-    options.draftLayers = draft_layers;
-    options.cudaTargets = cuda_targets;
-    options.tensorParallel = compile_tp;
-    options.calibrationForward = ingot::tools::recordLinearInputsOnCpu;
-    options.commandLine.assign(argv, argv + argc);
-    return ingot::compiler::runCompile(options, std::cout, std::cerr);
-#else
-    std::cerr << "ingot compile: error: this build has no compiler "
-                 "(configured with -DINGOT_BUILD_COMPILER=OFF)\n";
-    return 2;
-#endif
-  }
+  if (*compile.command) return runCompileCommand(compile, argc, argv);
   return 0;
 }

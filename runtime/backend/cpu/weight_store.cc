@@ -236,27 +236,15 @@ bool WeightStore::isQuantized(int32_t index) const {
   return q && q->kind() != schema::QuantKind::None;
 }
 
-StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
-  using schema::DType;
-  using schema::QuantKind;
-  auto cached = quantized_.find(index);
-  if (cached != quantized_.end()) return cached->second;
-  if (!isQuantized(index))
-    return invalidArgument("weight index " + std::to_string(index) + " is not a quantized tensor");
-  INGOT_RETURN_IF_ERROR(checkRank(index));
-  const schema::TensorDef& def = artifact_.tensor(index);
-  const schema::QuantSchemeDef& scheme = *def.quant();
-  QuantizedWeight q;
-  q.name = def.name()->str();
-  const std::string what = "tensor '" + q.name + "'";
-  const std::vector<int64_t> shape = shapeOf(def);
-  if (shape.size() != 2 || shape[0] <= 0 || shape[1] <= 0)
-    return invalidArgument(what + ": a quantized weight must be an [N, K] matrix, got " +
-                           shapeText(shape));
-  QuantMatrix& m = q.matrix;
-  m.N = shape[0];
-  m.K = shape[1];
+namespace {
 
+using schema::DType;
+using schema::QuantKind;
+
+/// The scheme's kind checked against the codes' dtype, and the matrix's format and block.
+StatusOr<KindInfo> quantFormat(const schema::TensorDef& def, QuantMatrix& m,
+                               const std::string& what) {
+  const schema::QuantSchemeDef& scheme = *def.quant();
   KindInfo kind;
   switch (scheme.kind()) {
     case QuantKind::Int4Group: kind = {"int4 group", DType::U4, -1, DType::Invalid}; break;
@@ -308,7 +296,20 @@ StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
     return invalidArgument(what + ": K = " + std::to_string(m.K) + " is not a multiple of the " +
                            kind.name + " block size " + std::to_string(m.block));
 
-  // The scale tensors the scheme names, each checked for dtype and shape.
+  return kind;
+}
+
+/// The tensors a quantized weight reads besides its codes.
+struct QuantParts {
+  const schema::TensorDef* scale = nullptr;
+  const schema::TensorDef* zero = nullptr;    ///< int4: zeros or mins
+  const schema::TensorDef* global = nullptr;  ///< nvfp4: the tensor scale
+};
+
+/// The scale tensors the scheme names, each checked for dtype and shape; sets the int4
+/// scale type.
+StatusOr<QuantParts> quantParts(const Artifact& artifact, const schema::QuantSchemeDef& scheme,
+                                const KindInfo& kind, QuantMatrix& m, const std::string& what) {
   const int64_t groups = m.groups();
   const bool int4 = scheme.kind() == QuantKind::Int4Group;
   const bool scalarScale = scheme.kind() == QuantKind::PerTensor;
@@ -322,9 +323,9 @@ StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
                                " tensor, the scheme names #" + std::to_string(ref));
       return nullptr;
     }
-    if (ref < 0 || static_cast<size_t>(ref) >= artifact_.numTensors())
+    if (ref < 0 || static_cast<size_t>(ref) >= artifact.numTensors())
       return invalidArgument(what + ": the " + kind.name + " scheme has no " + role + " tensor");
-    return &artifact_.tensor(ref);
+    return &artifact.tensor(ref);
   };
   auto checkShape = [&](const schema::TensorDef& t, const char* role, bool scalar,
                         const std::vector<int64_t>& want) -> Status {
@@ -368,50 +369,87 @@ StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
     INGOT_RETURN_IF_ERROR(checkDtype(*global, "global scale", DType::F32));
     INGOT_RETURN_IF_ERROR(checkShape(*global, "global scale", true, {}));
   }
+  return QuantParts{scale, zero, global};
+}
+
+/// Points `q.matrix` at its codes and scales in the artifact's blob, each checked for size.
+Status bindBlobBytes(const Artifact& artifact, int32_t index, const schema::TensorDef& def,
+                     const QuantParts& parts, QuantizedWeight& q) {
+  const schema::QuantSchemeDef& scheme = *def.quant();
+  QuantMatrix& m = q.matrix;
+  const schema::TensorDef* zero = parts.zero;
+  const schema::TensorDef* global = parts.global;
+  auto bytesOf = [&](int32_t ref, const schema::TensorDef& t) -> StatusOr<const uint8_t*> {
+    const ByteSpan span = artifact.tensorBytes(ref);
+    const std::optional<uint64_t> want = packedByteSize(t.dtype(), shapeOf(t));
+    if (!want || span.size != *want)
+      return dataLoss("tensor '" + t.name()->str() + "' holds " + std::to_string(span.size) +
+                      " bytes, its shape needs " + std::to_string(want.value_or(0)));
+    return span.data;
+  };
+  INGOT_ASSIGN_OR_RETURN(m.codes, bytesOf(index, def));
+  INGOT_ASSIGN_OR_RETURN(const uint8_t* scaleBytes, bytesOf(q.scale_tensor, *parts.scale));
+  if (scheme.kind() == QuantKind::PerTensor) {
+    std::memcpy(&m.global_scale, scaleBytes, 4);
+  } else if (scheme.kind() == QuantKind::PerChannel) {
+    m.channel_scales = reinterpret_cast<const float*>(scaleBytes);
+  } else {
+    m.scales = scaleBytes;
+  }
+  if (zero) {
+    INGOT_ASSIGN_OR_RETURN(m.zeros, bytesOf(q.zero_tensor, *zero));
+  }
+  if (global) {
+    INGOT_ASSIGN_OR_RETURN(const uint8_t* g, bytesOf(q.global_scale_tensor, *global));
+    std::memcpy(&m.global_scale, g, 4);
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+StatusOr<QuantizedWeight> WeightStore::quantized(int32_t index) {
+  auto cached = quantized_.find(index);
+  if (cached != quantized_.end()) return cached->second;
+  if (!isQuantized(index))
+    return invalidArgument("weight index " + std::to_string(index) + " is not a quantized tensor");
+  INGOT_RETURN_IF_ERROR(checkRank(index));
+  const schema::TensorDef& def = artifact_.tensor(index);
+  const schema::QuantSchemeDef& scheme = *def.quant();
+  QuantizedWeight q;
+  q.name = def.name()->str();
+  const std::string what = "tensor '" + q.name + "'";
+  const std::vector<int64_t> shape = shapeOf(def);
+  if (shape.size() != 2 || shape[0] <= 0 || shape[1] <= 0)
+    return invalidArgument(what + ": a quantized weight must be an [N, K] matrix, got " +
+                           shapeText(shape));
+  QuantMatrix& m = q.matrix;
+  m.N = shape[0];
+  m.K = shape[1];
+  INGOT_ASSIGN_OR_RETURN(const KindInfo kind, quantFormat(def, m, what));
+  INGOT_ASSIGN_OR_RETURN(const QuantParts parts, quantParts(artifact_, scheme, kind, m, what));
+  const schema::TensorDef* scale = parts.scale;
+  const schema::TensorDef* zero = parts.zero;
   q.scale_tensor = scheme.scale_tensor();
   q.zero_tensor = zero ? scheme.zero_tensor() : -1;
-  q.global_scale_tensor = global ? scheme.global_scale_tensor() : -1;
-
+  q.global_scale_tensor = parts.global ? scheme.global_scale_tensor() : -1;
   if (artifact_.hasBlob()) {
-    auto bytesOf = [&](int32_t ref, const schema::TensorDef& t) -> StatusOr<const uint8_t*> {
-      const ByteSpan span = artifact_.tensorBytes(ref);
-      const std::optional<uint64_t> want = packedByteSize(t.dtype(), shapeOf(t));
-      if (!want || span.size != *want)
-        return dataLoss("tensor '" + t.name()->str() + "' holds " + std::to_string(span.size) +
-                        " bytes, its shape needs " + std::to_string(want.value_or(0)));
-      return span.data;
-    };
-    INGOT_ASSIGN_OR_RETURN(m.codes, bytesOf(index, def));
-    INGOT_ASSIGN_OR_RETURN(const uint8_t* scaleBytes, bytesOf(q.scale_tensor, *scale));
-    if (scheme.kind() == QuantKind::PerTensor) {
-      std::memcpy(&m.global_scale, scaleBytes, 4);
-    } else if (scheme.kind() == QuantKind::PerChannel) {
-      m.channel_scales = reinterpret_cast<const float*>(scaleBytes);
-    } else {
-      m.scales = scaleBytes;
-    }
-    if (zero) {
-      INGOT_ASSIGN_OR_RETURN(m.zeros, bytesOf(q.zero_tensor, *zero));
-    }
-    if (global) {
-      INGOT_ASSIGN_OR_RETURN(const uint8_t* g, bytesOf(q.global_scale_tensor, *global));
-      std::memcpy(&m.global_scale, g, 4);
-    }
+    INGOT_RETURN_IF_ERROR(bindBlobBytes(artifact_, index, def, parts, q));
   } else {
-    auto parts = std::make_unique<DummyQuantParts>();
+    auto dummy = std::make_unique<DummyQuantParts>();
     fillDummyQuantized(artifact_.manifest().dummy_seed(), m, q.name, scale->name()->str(),
-                       zero ? zero->name()->str() : std::string(), parts.get());
-    m.codes = parts->codes.data();
+                       zero ? zero->name()->str() : std::string(), dummy.get());
+    m.codes = dummy->codes.data();
     if (scheme.kind() == QuantKind::PerTensor) {
-      m.global_scale = parts->scale;
+      m.global_scale = dummy->scale;
     } else if (scheme.kind() == QuantKind::PerChannel) {
-      m.channel_scales = reinterpret_cast<const float*>(parts->scales.data());
+      m.channel_scales = reinterpret_cast<const float*>(dummy->scales.data());
     } else {
-      m.scales = parts->scales.data();
-      if (scheme.kind() == QuantKind::Nvfp4) m.global_scale = parts->scale;
+      m.scales = dummy->scales.data();
+      if (scheme.kind() == QuantKind::Nvfp4) m.global_scale = dummy->scale;
     }
-    if (zero) m.zeros = parts->zeros.data();
-    dummy_quantized_.push_back(std::move(parts));
+    if (zero) m.zeros = dummy->zeros.data();
+    dummy_quantized_.push_back(std::move(dummy));
   }
   quantized_.emplace(index, q);
   return q;
