@@ -238,7 +238,7 @@ int CompileRun::run() {
     lowering.weights = WeightSource::Random;
   if (int rc = runPipeline(); rc != kContinue)
     return rc;
-  if (options.emitMlir && options.output.empty())
+  if (!options.emitMlir.empty() && options.output.empty())
     return 0;
   if (int rc = lowerAndWrite(); rc != kContinue)
     return rc;
@@ -391,17 +391,32 @@ int CompileRun::runPipeline() {
   pipeline.quantGroupSize = quantGroupSize;
   pipeline.quantSkip = options.quantSkip;
   pipeline.tensorParallel = options.tensorParallel;
-  if (mlir::failed(runCompilePipeline(*module, pipeline))) {
+  const std::vector<std::string> stages = pipelineStageNames(pipeline);
+  std::string emitAfter = options.emitMlir == "final" ? stages[stages.size() - 2] : options.emitMlir;
+  if (!options.emitMlir.empty() &&
+      std::find(stages.begin(), stages.end(), options.emitMlir) == stages.end()) {
+    std::string list;
+    for (const std::string &s : stages)
+      list += (list.empty() ? "" : ", ") + s;
+    err << "ingot compile: error: --emit-mlir: this compile has no stage '" << options.emitMlir
+        << "' (its stages: " << list << ")\n";
+    return 2;
+  }
+  PipelineObserver observer;
+  observer.printAfterAll = options.printIrAfterAll;
+  observer.afterStage = [&](const std::string &stage, mlir::ModuleOp m) {
+    if (stage != emitAfter)
+      return;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    m.print(os);
+    os.flush();
+    out << text << "\n";
+  };
+  if (mlir::failed(runCompilePipeline(*module, pipeline, observer))) {
     diagnostics.flush();
     err << "ingot compile: error: the pass pipeline failed on '" << options.input << "'\n";
     return 1;
-  }
-  if (options.emitMlir) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    os.flush();
-    out << text << "\n";
   }
   return kContinue;
 }

@@ -27,8 +27,13 @@ struct CompileOptions {
   std::string input;
   /// Output artifact path (.ingot).
   std::string output;
-  /// Print the module that comes out of the pass pipeline instead of writing an artifact.
-  bool emitMlir = false;
+  /// Print the module after this stage of the pass pipeline (`--emit-mlir[=STAGE]`):
+  /// "import", a stage's name (Pipeline.h, compilePipelineStages) or "final"; "" = none.
+  /// Compiling the printed module with the flags of the later stages gives the artifact this
+  /// compile gives.
+  std::string emitMlir;
+  /// Print the module after every pass to stderr (`--print-ir-after-all`).
+  bool printIrAfterAll = false;
   /// Write an artifact without a weight blob; the runtime fills weights from the seed.
   bool dummyWeights = false;
   /// Fill the blob with seeded pseudo-random weights (for models given as .mlir or as a

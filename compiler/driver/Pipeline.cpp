@@ -16,29 +16,65 @@ void registerCompilerDialects(mlir::DialectRegistry &registry) {
                   mlir::arith::ArithDialect, mlir::math::MathDialect>();
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
-  pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(mlir::createCSEPass());
+std::vector<PipelineStage> compilePipelineStages(const PipelineOptions &options) {
+  std::vector<PipelineStage> stages;
+  stages.push_back({"canonicalize", [](mlir::OpPassManager &pm) {
+                      pm.addPass(mlir::createCanonicalizerPass());
+                    }});
+  stages.push_back({"cse", [](mlir::OpPassManager &pm) { pm.addPass(mlir::createCSEPass()); }});
   if (!options.quant.empty()) {
     QuantizeWeightsOptions quant;
     quant.format = options.quant;
     quant.groupSize = options.quantGroupSize;
     quant.skip.assign(options.quantSkip.begin(), options.quantSkip.end());
-    pm.addPass(createQuantizeWeights(quant));
+    stages.push_back({"quantize", [quant](mlir::OpPassManager &pm) {
+                        pm.addPass(createQuantizeWeights(quant));
+                      }});
   }
   if (options.tensorParallel > 1) {
     ShardTensorParallelOptions shard;
     shard.tp = options.tensorParallel;
-    pm.addPass(createShardTensorParallel(shard));
+    stages.push_back({"shard", [shard](mlir::OpPassManager &pm) {
+                        pm.addPass(createShardTensorParallel(shard));
+                      }});
   }
+  return stages;
 }
 
-mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module, const PipelineOptions &options) {
+std::vector<std::string> pipelineStageNames(const PipelineOptions &options) {
+  std::vector<std::string> names = {"import"};
+  for (const PipelineStage &stage : compilePipelineStages(options))
+    names.push_back(stage.name);
+  names.push_back("final");
+  return names;
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  for (const PipelineStage &stage : compilePipelineStages(options))
+    stage.addPasses(pm);
+}
+
+mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module, const PipelineOptions &options,
+                                       const PipelineObserver &observer) {
   if (mlir::failed(mlir::verify(module)))
     return mlir::failure();
-  mlir::PassManager pm(module.getContext());
-  buildCompilePipeline(pm, options);
-  return pm.run(module);
+  if (observer.afterStage)
+    observer.afterStage("import", module);
+  if (observer.printAfterAll)  // IR printing needs single-threaded execution
+    module.getContext()->disableMultithreading();
+  for (const PipelineStage &stage : compilePipelineStages(options)) {
+    mlir::PassManager pm(module.getContext());
+    stage.addPasses(pm);
+    if (observer.printAfterAll)
+      pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
+                          [](mlir::Pass *, mlir::Operation *) { return true; },
+                          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    if (mlir::failed(pm.run(module)))
+      return mlir::failure();
+    if (observer.afterStage)
+      observer.afterStage(stage.name, module);
+  }
+  return mlir::success();
 }
 
 } // namespace ingot::compiler

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,36 @@ struct PipelineOptions {
 /// Registers every dialect an input module may use (ingot, func, arith, math).
 void registerCompilerDialects(mlir::DialectRegistry &registry);
 
-/// Adds the compile pipeline in order: canonicalize, cse, quantize weights (when asked),
-/// shard over tensor-parallel ranks (when asked); fusion, attention specialization and
-/// planning join here as they land.
+/// One named stage of the compile pipeline: the passes it adds.
+struct PipelineStage {
+  std::string name;
+  std::function<void(mlir::OpPassManager &)> addPasses;
+};
+
+/// The stages a compile with `options` runs, in order: canonicalize, cse, then quantize
+/// (with --quant) and shard (with --tp > 1); fusion, attention specialization and planning
+/// join here as they land.
+std::vector<PipelineStage> compilePipelineStages(const PipelineOptions &options = {});
+
+/// What `ingot compile --emit-mlir=STAGE` accepts for `options`: "import" (the module as
+/// imported or parsed), every stage's name, and "final" (after the last one).
+std::vector<std::string> pipelineStageNames(const PipelineOptions &options = {});
+
+/// Every stage's passes in one pass manager.
 void buildCompilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
-/// Verifies `module`, runs the pipeline, verifies again.
+/// What runCompilePipeline shows as it goes.
+struct PipelineObserver {
+  /// Called with the module before the first stage ("import") and after each stage.
+  std::function<void(const std::string &stage, mlir::ModuleOp module)> afterStage;
+  /// MLIR's IR printing after every pass, to stderr.
+  bool printAfterAll = false;
+};
+
+/// Verifies `module`, then runs the stages one after the other (the pass manager verifies
+/// after each pass).
 mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module,
-                                       const PipelineOptions &options = {});
+                                       const PipelineOptions &options = {},
+                                       const PipelineObserver &observer = {});
 
 } // namespace ingot::compiler

@@ -122,7 +122,8 @@ void addSpeculativeFlags(CLI::App* app, std::string& source, int& tokens, int& b
 struct CompileFlags {
   CLI::App* command = nullptr;
   std::string input, output;
-  bool emit_mlir = false, dummy_weights = false, random_weights = false;
+  std::string emit_mlir;
+  bool print_ir_after_all = false, dummy_weights = false, random_weights = false;
   uint64_t seed = 0;
   std::string weight_dtype = "bf16";
   std::string kv_dtype = "f32";
@@ -154,7 +155,14 @@ void addCompileCommand(CLI::App& app, CompileFlags& f) {
                       "CPU, while CUDA kernels are made for the declared type")
       ->check(CLI::IsMember({"f32", "fp8"}));
   compile->add_option("-o,--output", f.output, "Output artifact path");
-  compile->add_flag("--emit-mlir", f.emit_mlir, "Print the module after the pass pipeline");
+  compile->add_option("--emit-mlir", f.emit_mlir,
+                      "Print the module after the pass pipeline, or with =STAGE after that "
+                      "stage: import, canonicalize, cse, quantize (--quant), shard (--tp), final")
+      ->expected(0, 1)
+      ->default_str("final")
+      ->check(CLI::IsMember({"import", "canonicalize", "cse", "quantize", "shard", "final"}));
+  compile->add_flag("--print-ir-after-all", f.print_ir_after_all,
+                    "Print the module after every pass of the pipeline (to stderr)");
   compile->add_flag("--dummy-weights", f.dummy_weights,
                     "Write no weight blob; the runtime fills weights from --seed");
   compile->add_flag("--random-weights", f.random_weights,
@@ -201,7 +209,7 @@ void addCompileCommand(CLI::App& app, CompileFlags& f) {
 
 int runCompileCommand(const CompileFlags& f, int argc, char** argv) {
 #ifdef INGOT_HAVE_COMPILER
-  if (f.output.empty() && !f.emit_mlir) {
+  if (f.output.empty() && f.emit_mlir.empty()) {
     std::cerr << "ingot compile: error: give -o OUTPUT or --emit-mlir\n";
     return 2;
   }
@@ -213,6 +221,7 @@ int runCompileCommand(const CompileFlags& f, int argc, char** argv) {
   options.input = f.input;
   options.output = f.output;
   options.emitMlir = f.emit_mlir;
+  options.printIrAfterAll = f.print_ir_after_all;
   options.dummyWeights = f.dummy_weights;
   options.randomWeights = f.random_weights;
   options.seed = f.seed;
