@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "compiler/driver/W8a8Kernels.h"
 #include "compiler/driver/Calibration.h"
 #include "compiler/driver/CompileUsage.h"
+#include "compiler/driver/SourceAnnotations.h"
 #include "compiler/driver/ModuleToArtifact.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/import/GgufImporter.h"
@@ -84,48 +86,6 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
-/// Marks the weights whose checkpoint tensors are GGUF Q4_0 / Q4_1 blocks or GPTQ / AWQ
-/// layers with the int4 scheme that holds them exactly (`source_quant`), so `--quant int4`
-/// keeps their integers.
-void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedModel &model) {
-  using mlir::ingot::QuantOffsetKind;
-  module.walk([&](mlir::ingot::WeightOp op) {
-    if (op.getHandle() >= model.tensors.size())
-      return;
-    importer::SourceQuant source = model.tensors[op.getHandle()].sourceQuant;
-    if (source == importer::SourceQuant::None)
-      return;
-    // GPTQ / AWQ: w = scale * (q - zero) with the checkpoint's own group and integer zeros.
-    const bool packed =
-        source == importer::SourceQuant::Gptq || source == importer::SourceQuant::Awq;
-    op.setSourceQuantAttr(mlir::ingot::QuantSchemeAttr::get(
-        op.getContext(), mlir::ingot::QuantKind::Int4,
-        packed ? model.tensors[op.getHandle()].sourceGroupSize : quant::kGgmlQ4BlockSize,
-        source == importer::SourceQuant::GgufQ4_1 ? QuantOffsetKind::Min
-                                                  : QuantOffsetKind::Zero));
-  });
-}
-
-/// "GPTQ" / "AWQ" / "GGUF Q4" for a checkpoint holding such tensors (the first found),
-/// and the group size of its GPTQ / AWQ layers (0 when none or when they differ).
-std::pair<const char *, int64_t> sourceQuantization(const importer::ImportedModel &model) {
-  const char *label = nullptr;
-  int64_t group = -1;
-  for (const importer::ImportedTensor &t : model.tensors) {
-    if (t.sourceQuant == importer::SourceQuant::None)
-      continue;
-    const bool packed = t.sourceQuant == importer::SourceQuant::Gptq ||
-                        t.sourceQuant == importer::SourceQuant::Awq;
-    if (!label)
-      label = t.sourceQuant == importer::SourceQuant::Gptq  ? "GPTQ"
-              : t.sourceQuant == importer::SourceQuant::Awq ? "AWQ"
-                                                             : "GGUF Q4";
-    if (packed)
-      group = group < 0 || group == t.sourceGroupSize ? t.sourceGroupSize : 0;
-  }
-  return {label, std::max<int64_t>(group, 0)};
-}
-
 /// One line on what calibration did, for the compile summary.
 std::string describeCalibration(const CalibrationResult &c) {
   double meanAlpha = 0.0;
@@ -184,10 +144,15 @@ private:
   /// A checkpoint (GGUF, Hugging Face directory or config alone) imported, calibrated
   /// when asked, and built into a module.
   int importCheckpoint();
+  /// Reads the checkpoint at `path` (lazily: tensors are read when the artifact is written).
+  int readCheckpoint(InputKind from, const std::string &path,
+                     const std::optional<std::string> &weightDtype, const std::string &kvDtype);
   int calibrate();
   int buildModule();
-  /// An `ingot` module read from its .mlir text.
+  /// An `ingot` module read from its .mlir text; one printed from a checkpoint's compile
+  /// names its checkpoint (kSourceAttr), which is read again for the weights.
   int parseModule();
+  int readSourceOf(mlir::DictionaryAttr source);
   /// The pass pipeline; --emit-mlir prints its result.
   int runPipeline();
   /// The module lowered to an artifact with its CUDA kernels, written to the output.
@@ -246,41 +211,43 @@ int CompileRun::run() {
   return 0;
 }
 
-int CompileRun::importCheckpoint() {
-  StatusOr<schema::DType> dtype = importer::parseWeightDtype(options.dtype.value_or("bf16"));
+int CompileRun::readCheckpoint(InputKind from, const std::string &path,
+                               const std::optional<std::string> &weightDtype,
+                               const std::string &kvDtype) {
+  StatusOr<schema::DType> dtype = importer::parseWeightDtype(weightDtype.value_or("bf16"));
   if (!dtype.ok()) {
     err << "ingot compile: error: " << dtype.status().message() << "\n";
     return 2;
   }
   // A config alone takes its torch_dtype unless --dtype is given.
   std::optional<schema::DType> configDtype;
-  if (options.dtype)
+  if (weightDtype)
     configDtype = *dtype;
   StatusOr<importer::ImportedModel> imported =
-      kind == InputKind::Gguf ? importer::importGguf(options.input,
+      from == InputKind::Gguf ? importer::importGguf(path,
                                                      importer::GgufImportOptions{*dtype})
-      : kind == InputKind::ConfigOnly
-          ? importer::hf::importConfigOnly(options.input,
+      : from == InputKind::ConfigOnly
+          ? importer::hf::importConfigOnly(path,
                                            importer::hf::ConfigModelOptions{configDtype})
-          : importer::importHuggingFace(options.input, importer::HfImportOptions{*dtype});
+          : importer::importHuggingFace(path, importer::HfImportOptions{*dtype});
   if (!imported.ok()) {
     err << "ingot compile: error: " << imported.status().message() << "\n";
     return 1;
   }
   // Checked after the import, so a bad config is reported as such.
-  if (kind == InputKind::ConfigOnly && !options.output.empty() && !options.dummyWeights &&
+  if (from == InputKind::ConfigOnly && !options.output.empty() && !options.dummyWeights &&
       !options.randomWeights) {
-    err << "ingot compile: error: '" << options.input
+    err << "ingot compile: error: '" << path
         << "' is a model config without (safetensors) weights; pass --dummy-weights (the "
            "runtime fills seeded random weights) or --random-weights (written into the "
            "artifact)\n";
     return 2;
   }
   checkpoint = std::make_unique<importer::ImportedModel>(std::move(imported).value());
-  if (options.kvDtype == "fp8") {
+  if (kvDtype == "fp8") {
     checkpoint->config.kvDtype = schema::DType::F8E4M3FN;
-  } else if (options.kvDtype != "f32") {
-    err << "ingot compile: error: --kv-dtype must be f32 or fp8, got '" << options.kvDtype
+  } else if (kvDtype != "f32") {
+    err << "ingot compile: error: --kv-dtype must be f32 or fp8, got '" << kvDtype
         << "'\n";
     return 2;
   }
@@ -303,6 +270,12 @@ int CompileRun::importCheckpoint() {
           << quantGroupSize << "\n";
     }
   }
+  return kContinue;
+}
+
+int CompileRun::importCheckpoint() {
+  if (int rc = readCheckpoint(kind, options.input, options.dtype, options.kvDtype); rc != kContinue)
+    return rc;
   if (int rc = calibrate(); rc != kContinue)
     return rc;
   return buildModule();
@@ -343,6 +316,7 @@ int CompileRun::buildModule() {
   }
   module = std::move(*built);
   annotateSourceQuantization(*module, calibration ? calibration->model : *checkpoint);
+  stampSource(*module, options, kind, calibration != nullptr);
   lowering.weights = WeightSource::Checkpoint;
   lowering.checkpoint = calibration ? &calibration->model : checkpoint.get();
   if (calibration)
@@ -376,12 +350,59 @@ int CompileRun::parseModule() {
     err << "ingot compile: error: could not parse '" << options.input << "'\n";
     return 1;
   }
+  if (auto source = (*module)->getAttrOfType<mlir::DictionaryAttr>(kSourceAttr))
+    return readSourceOf(source);
   if (!options.output.empty() && !options.randomWeights && !options.dummyWeights) {
     err << "ingot compile: error: '" << options.input
         << "' is IR without weights; pass --random-weights or --dummy-weights\n";
     return 2;
   }
   lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
+  return kContinue;
+}
+
+int CompileRun::readSourceOf(mlir::DictionaryAttr source) {
+  auto text = [&](const char *key) {
+    auto a = source.getAs<mlir::StringAttr>(key);
+    return a ? a.getValue().str() : std::string();
+  };
+  if (auto calibrated = source.getAs<mlir::BoolAttr>("calibrated");
+      calibrated && calibrated.getValue()) {
+    err << "ingot compile: error: '" << options.input
+        << "' was printed by a --calib compile, whose folded weights live only in that "
+           "compile; compile the checkpoint with --calib instead\n";
+    return 2;
+  }
+  const std::string format = text("format"), path = text("path");
+  const InputKind from = format == "gguf"   ? InputKind::Gguf
+                         : format == "hf"   ? InputKind::Directory
+                         : format == "config" ? InputKind::ConfigOnly
+                                              : InputKind::Missing;
+  if (from == InputKind::Missing || path.empty()) {
+    err << "ingot compile: error: '" << options.input << "': " << kSourceAttr
+        << " needs a path and a format (gguf, hf or config)\n";
+    return 2;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (options.randomWeights || options.dummyWeights) {  // the weights are not needed
+      lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Dummy;
+      return kContinue;
+    }
+    err << "ingot compile: error: '" << options.input << "' takes its weights from '" << path
+        << "' (" << kSourceAttr << "), which does not exist; restore it, or pass "
+        << "--random-weights or --dummy-weights\n";
+    return 1;
+  }
+  const std::string dtype = text("dtype");
+  if (int rc = readCheckpoint(from, path, dtype.empty() ? std::nullopt
+                                                       : std::optional<std::string>(dtype),
+                              text("kv_dtype").empty() ? "f32" : text("kv_dtype"));
+      rc != kContinue)
+    return rc;
+  lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Checkpoint;
+  lowering.checkpoint = checkpoint.get();
+  sourceHash = checkpoint->sourceXxh64;
   return kContinue;
 }
 

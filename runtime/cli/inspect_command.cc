@@ -13,6 +13,7 @@
 #include "core/artifact/dtype_info.h"
 #include "core/region/region_disassembler.h"
 #include "core/region/region_program.h"
+#include "xxhash.h"
 
 namespace ingot {
 namespace {
@@ -226,6 +227,31 @@ void printKernels(const schema::Manifest& m, std::ostream& out) {
   }
 }
 
+/// One line that changes with any kernel binary's bytes: the count and an xxh64 over every
+/// kernel's name and each binary's target, format and bytes, in manifest order.
+void printKernelDigest(const schema::Manifest& m, std::ostream& out) {
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  size_t binaries = 0;
+  auto add = [&](const void* data, size_t size) { XXH64_update(state, data, size); };
+  if (m.kernels())
+    for (const schema::KernelDef* k : *m.kernels()) {
+      if (k->name()) add(k->name()->data(), k->name()->size() + 1);
+      if (!k->binaries()) continue;
+      for (const schema::KernelBinaryDef* b : *k->binaries()) {
+        if (b->target()) add(b->target()->data(), b->target()->size() + 1);
+        const auto format = static_cast<uint8_t>(b->format());
+        add(&format, 1);
+        const uint64_t size = count(b->data());
+        add(&size, sizeof(size));
+        if (b->data()) add(b->data()->data(), b->data()->size());
+        ++binaries;
+      }
+    }
+  out << fmt::format("kernel binaries: {}, xxh64 {:016x}\n", binaries, XXH64_digest(state));
+  XXH64_freeState(state);
+}
+
 std::string paramText(const schema::ParamDef* p) {
   if (p->f() != 0.0) return fmt::format("{}={:g}", printable(p->name(), 32), p->f());
   return fmt::format("{}={}", printable(p->name(), 32), p->i());
@@ -367,6 +393,7 @@ int runInspect(const std::string& path, const InspectOptions& options, std::ostr
   }
   printArtifact(*artifact, options, out);
   if (!options.verify) return 0;
+  printKernelDigest(artifact->manifest(), out);
   if (!artifact->hasBlob()) {
     out << "checksums: dummy weights, no blob to verify\n";
     return 0;

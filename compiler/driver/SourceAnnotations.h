@@ -1,0 +1,38 @@
+//===- SourceAnnotations.h - what an imported module records about its checkpoint -*- C++ -*-===//
+//
+// Attributes an imported module carries about the checkpoint it came from: which weights
+// its integers can be copied from exactly (`source_quant`), and where the checkpoint is
+// (kSourceAttr), so the module printed at any stage compiles again with its weights.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "compiler/driver/CompileCommand.h"
+#include "compiler/driver/CompileUsage.h"
+#include "compiler/import/ImportedModel.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace ingot::compiler {
+
+/// The module attribute naming the checkpoint a module was imported from: a dictionary of
+/// path (absolute), format (gguf, hf or config), kv_dtype, dtype (when --dtype was given)
+/// and calibrated (a --calib compile, whose folded weights cannot be read again).
+inline constexpr const char *kSourceAttr = "ingot.source";
+
+/// Marks the weights whose checkpoint tensors are GGUF Q4_0 / Q4_1 blocks or GPTQ / AWQ
+/// layers with the int4 scheme that holds them exactly (`source_quant`), so `--quant int4`
+/// keeps their integers.
+void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedModel &model);
+
+/// "GPTQ" / "AWQ" / "GGUF Q4" for a checkpoint holding such tensors (the first found),
+/// and the group size of its GPTQ / AWQ layers (0 when none or when they differ).
+std::pair<const char *, int64_t> sourceQuantization(const importer::ImportedModel &model);
+
+/// Sets kSourceAttr on `module`, imported from options.input (of `kind`).
+void stampSource(mlir::ModuleOp module, const CompileOptions &options, InputKind kind,
+                 bool calibrated);
+
+} // namespace ingot::compiler
