@@ -101,6 +101,17 @@ uint16_t toF16(float f) {  // normal range only (weights here are small, not tin
   return sign | static_cast<uint16_t>(r >> 13);
 }
 
+/// A quantized [n, k] linear weight's layout and its drawn codes and scale values.
+struct QuantDraws {
+  schema::QuantKind kind;
+  bool int4, fp4, perChannel;
+  int64_t n, k, block, groups, numScales;
+  float global;                     // the Nvfp4 global scale (1 otherwise)
+  std::vector<uint8_t> codes;       // one per byte, packed when written
+  std::vector<float> scales, offsets;
+  std::vector<uint8_t> scaleCodes;  // fp4 scales as stored
+};
+
 class Builder {
  public:
   explicit Builder(const LlamaProgramOptions& o) : o_(o), rng_(o.seed) {}
@@ -131,6 +142,12 @@ class Builder {
   /// A quantized [n, k] linear weight (o_.linear_quant) and its scale tensors; returns the
   /// tensor indices, the matrix first.
   std::vector<int32_t> quantizedWeight(const std::string& name, int64_t n, int64_t k);
+  /// Draws quantizedWeight's codes and scale values (no draws for dummy weights).
+  QuantDraws drawQuantized(int64_t n, int64_t k);
+  /// Adds the dequantized twin of a drawn weight: one f32 [n, k] tensor.
+  std::vector<int32_t> addDequantized(const std::string& name, const QuantDraws& draws);
+  /// Adds a drawn weight's packed codes and its scale tensors, the codes first.
+  std::vector<int32_t> addQuantized(const std::string& name, QuantDraws& draws);
   int32_t buffer(const std::string& name, int64_t width) {
     program_.buffers.push_back({name + "." + std::to_string(next_++), BufferKind::Activation,
                                 DType::F32, {-1, width}});
@@ -157,6 +174,12 @@ class Builder {
 };
 
 std::vector<int32_t> Builder::quantizedWeight(const std::string& name, int64_t n, int64_t k) {
+  QuantDraws draws = drawQuantized(n, k);
+  if (o_.dequantized_linears) return addDequantized(name, draws);
+  return addQuantized(name, draws);
+}
+
+QuantDraws Builder::drawQuantized(int64_t n, int64_t k) {
   using schema::QuantKind;
   const QuantKind kind = o_.linear_quant;
   const bool int4 = kind == QuantKind::Int4Group;
@@ -212,32 +235,54 @@ std::vector<int32_t> Builder::quantizedWeight(const std::string& name, int64_t n
         break;
     }
   }
+  return {kind, int4, fp4, perChannel, n, k, block, groups, numScales, global, std::move(codes),
+          std::move(scales), std::move(offsets), std::move(scaleCodes)};
+}
 
-  if (o_.dequantized_linears) {
-    if (dummyOnly) return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1})};
-    std::vector<uint8_t> data(n * k * 4);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t c = 0; c < k; ++c) {
-        const uint8_t q = codes[r * k + c];
-        const int64_t g = perChannel                      ? r
-                          : kind == QuantKind::PerTensor ? 0
-                                                         : r * groups + c / block;
-        double w;
-        if (int4) {
-          w = o_.quant_zero_kind == schema::ZeroKind::Min
-                  ? static_cast<double>(scales[g]) * q + offsets[g]
-                  : static_cast<double>(scales[g]) * (q - static_cast<double>(offsets[g]));
-        } else if (fp4) {
-          w = static_cast<double>(e2m1ToF32(q)) * scales[g] * global;
-        } else {
-          w = static_cast<double>(e4m3fnToF32(q)) * scales[g];
-        }
-        const float f = static_cast<float>(w);
-        std::memcpy(&data[(r * k + c) * 4], &f, 4);
+std::vector<int32_t> Builder::addDequantized(const std::string& name, const QuantDraws& draws) {
+  using schema::QuantKind;
+  const QuantKind kind = draws.kind;
+  const bool int4 = draws.int4, fp4 = draws.fp4, perChannel = draws.perChannel;
+  const int64_t n = draws.n, k = draws.k, groups = draws.groups, block = draws.block;
+  const float global = draws.global;
+  const std::vector<uint8_t>& codes = draws.codes;
+  const std::vector<float>& scales = draws.scales;
+  const std::vector<float>& offsets = draws.offsets;
+  if (o_.dummy_weights) return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1})};
+  std::vector<uint8_t> data(n * k * 4);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      const uint8_t q = codes[r * k + c];
+      const int64_t g = perChannel                      ? r
+                        : kind == QuantKind::PerTensor ? 0
+                                                       : r * groups + c / block;
+      double w;
+      if (int4) {
+        w = o_.quant_zero_kind == schema::ZeroKind::Min
+                ? static_cast<double>(scales[g]) * q + offsets[g]
+                : static_cast<double>(scales[g]) * (q - static_cast<double>(offsets[g]));
+      } else if (fp4) {
+        w = static_cast<double>(e2m1ToF32(q)) * scales[g] * global;
+      } else {
+        w = static_cast<double>(e4m3fnToF32(q)) * scales[g];
       }
-    return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1}, std::move(data))};
-  }
+      const float f = static_cast<float>(w);
+      std::memcpy(&data[(r * k + c) * 4], &f, 4);
+    }
+  return {writer_.addTensor({name, DType::F32, {n, k}, {}, -1}, std::move(data))};
+}
 
+std::vector<int32_t> Builder::addQuantized(const std::string& name, QuantDraws& draws) {
+  using schema::QuantKind;
+  const QuantKind kind = draws.kind;
+  const bool int4 = draws.int4, fp4 = draws.fp4;
+  const int64_t n = draws.n, k = draws.k, block = draws.block, groups = draws.groups;
+  const int64_t numScales = draws.numScales;
+  const float global = draws.global;
+  const std::vector<uint8_t>& codes = draws.codes;
+  const std::vector<float>& scales = draws.scales;
+  const std::vector<float>& offsets = draws.offsets;
+  std::vector<uint8_t>& scaleCodes = draws.scaleCodes;  // moved into its tensor
   auto add = [&](TensorSpec spec, std::vector<uint8_t> bytes) {
     return o_.dummy_weights ? writer_.addTensor(std::move(spec))
                             : writer_.addTensor(std::move(spec), std::move(bytes));

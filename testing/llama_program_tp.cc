@@ -46,6 +46,53 @@ Heads headsOf(int64_t H, int64_t Hkv, int64_t N, int64_t r) {
   return {{head * G + q.start, q.count}, {head, 1}};
 }
 
+/// One rank's program under construction.
+struct RankProgram {
+  Program p;
+  int next = 0;
+  int32_t buffer(const std::string& name, int64_t width, BufferKind kind = BufferKind::Activation) {
+    p.buffers.push_back({name + "." + std::to_string(next++), kind, DType::F32, {-1, width}});
+    return static_cast<int32_t>(p.buffers.size() - 1);
+  }
+  int32_t step(OpKind op, std::vector<int32_t> in, int64_t width, std::vector<int32_t> weights,
+               std::vector<Param> params, const char* name) {
+    const int32_t out = buffer(name, width);
+    ProgramStep s;
+    s.op = op;
+    s.inputs = std::move(in);
+    s.outputs = {out};
+    s.weights = std::move(weights);
+    s.params = std::move(params);
+    p.steps.push_back(std::move(s));
+    return out;
+  }
+  /// Appends an all-reduce of buffer x (width wide); returns its output buffer.
+  int32_t allReduce(int32_t x, int64_t width) {
+    return step(OpKind::AllReduce, {x}, width, {}, {}, "all_reduce");
+  }
+};
+
+/// How the heads, q/kv rows, intermediate size and vocabulary split over the ranks.
+struct RankSplit {
+  std::vector<Heads> heads;
+  std::vector<Slice> qRows, kvRows, inter, vocab;
+};
+
+/// Each rank's heads, q/kv rows, intermediate slice and vocabulary slice.
+RankSplit splitOverRanks(const LlamaProgramOptions& o) {
+  const int64_t N = o.tp, Dh = o.head_dim, H = o.heads, Hk = o.kv_heads;
+  RankSplit split;
+  std::vector<Heads>& heads = split.heads;
+  for (int64_t r = 0; r < N; ++r) {
+    heads.push_back(headsOf(H, Hk, N, r));
+    split.qRows.push_back({heads[r].q.start * Dh, heads[r].q.count * Dh});
+    split.kvRows.push_back({heads[r].kv.start * Dh, heads[r].kv.count * Dh});
+    split.inter.push_back(evenBlock(o.intermediate, N, r));
+    split.vocab.push_back(evenBlock(o.vocab, N, r));
+  }
+  return split;
+}
+
 /// A weight drawn exactly as buildLlamaArtifact draws it (same generator, same order),
 /// so that the sharded and the unsharded artifact of one seed hold the same model.
 class ShardedBuilder {
@@ -107,35 +154,24 @@ class ShardedBuilder {
     return out;
   }
 
+  /// Fails unless the options are ones this builder can shard.
+  Status checkShardable() const;
+  /// One program per rank with the step inputs (the kv cache holds the rank's kv heads).
+  std::vector<RankProgram> startRankPrograms(const std::vector<Heads>& heads) const;
+  /// Adds the attention variant the options describe; returns its index, or -1 for none.
+  int32_t addAttentionVariant();
+  /// Draws layer l's weights and appends its steps to every rank's program.
+  void addLayer(int32_t l, const RankSplit& split, int32_t variantIndex,
+                const std::vector<Param>& eps, std::vector<RankProgram>& ranks,
+                std::vector<int32_t>& h);
+
   const LlamaProgramOptions& o_;
   std::mt19937_64 rng_;
   ArtifactWriter writer_;
 };
 
-/// One rank's program under construction.
-struct RankProgram {
-  Program p;
-  int next = 0;
-  int32_t buffer(const std::string& name, int64_t width, BufferKind kind = BufferKind::Activation) {
-    p.buffers.push_back({name + "." + std::to_string(next++), kind, DType::F32, {-1, width}});
-    return static_cast<int32_t>(p.buffers.size() - 1);
-  }
-  int32_t step(OpKind op, std::vector<int32_t> in, int64_t width, std::vector<int32_t> weights,
-               std::vector<Param> params, const char* name) {
-    const int32_t out = buffer(name, width);
-    ProgramStep s;
-    s.op = op;
-    s.inputs = std::move(in);
-    s.outputs = {out};
-    s.weights = std::move(weights);
-    s.params = std::move(params);
-    p.steps.push_back(std::move(s));
-    return out;
-  }
-};
-
-StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
-  const int64_t N = o_.tp, D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
+Status ShardedBuilder::checkShardable() const {
+  const int64_t N = o_.tp, H = o_.heads, Hk = o_.kv_heads;
   if (o_.weight_dtype != DType::F32 || o_.dummy_weights || o_.qkv_bias ||
       o_.linear_quant != schema::QuantKind::None || o_.fp8_first_q_proj || o_.draft_layers > 0 ||
       !o_.extra_input_ranks.empty())
@@ -144,21 +180,12 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
   if (N > H || H % Hk != 0 || N > o_.intermediate)
     return invalidArgument("sharded test llama: cannot split " + std::to_string(H) + " heads / " +
                            std::to_string(Hk) + " kv heads over " + std::to_string(N) + " ranks");
-  writer_.setModelConfig(llamaModelConfig(o_));
-  writer_.setTensorParallel(static_cast<int32_t>(N));
+  return okStatus();
+}
 
-  std::vector<Heads> heads;
-  std::vector<Slice> qRows, kvRows, inter, vocab;
-  const bool vocabSplit = o_.vocab % N == 0;
-  for (int64_t r = 0; r < N; ++r) {
-    heads.push_back(headsOf(H, Hk, N, r));
-    qRows.push_back({heads[r].q.start * Dh, heads[r].q.count * Dh});
-    kvRows.push_back({heads[r].kv.start * Dh, heads[r].kv.count * Dh});
-    inter.push_back(evenBlock(o_.intermediate, N, r));
-    vocab.push_back(evenBlock(o_.vocab, N, r));
-  }
+std::vector<RankProgram> ShardedBuilder::startRankPrograms(const std::vector<Heads>& heads) const {
+  const int64_t N = o_.tp, Dh = o_.head_dim;
   std::vector<RankProgram> ranks(N);
-  std::vector<int32_t> h(N);
   for (int64_t r = 0; r < N; ++r) {
     Program& p = ranks[r].p;
     p.name = "step_tp" + std::to_string(r);
@@ -173,6 +200,10 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
       p.buffers.push_back(b);
     }
   }
+  return ranks;
+}
+
+int32_t ShardedBuilder::addAttentionVariant() {
   AttentionVariant variant;
   variant.name = "variant0";
   variant.maskBytecode = o_.mask_bytecode;
@@ -181,69 +212,88 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
   int32_t variantIndex = -1;
   if (!variant.maskBytecode.empty() || !variant.scoreBytecode.empty())
     variantIndex = writer_.addAttentionVariant(variant);
+  return variantIndex;
+}
+
+void ShardedBuilder::addLayer(int32_t l, const RankSplit& split, int32_t variantIndex,
+                              const std::vector<Param>& eps, std::vector<RankProgram>& ranks,
+                              std::vector<int32_t>& h) {
+  const int64_t N = o_.tp, D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
+  const std::vector<Heads>& heads = split.heads;
+  const std::vector<Slice>& inter = split.inter;
+  const std::string pre = "model.layers." + std::to_string(l) + ".";
+  const int32_t inNorm = replicated(pre + "input_layernorm.weight", {D}, true);
+  const auto wq = rowShards(pre + "self_attn.q_proj.weight", H * Dh, D, split.qRows, false);
+  const auto wk = rowShards(pre + "self_attn.k_proj.weight", Hk * Dh, D, split.kvRows, false);
+  const auto wv = rowShards(pre + "self_attn.v_proj.weight", Hk * Dh, D, split.kvRows, false);
+  const auto wo = colShards(pre + "self_attn.o_proj.weight", D, H * Dh, split.qRows);
+  const int32_t postNorm = replicated(pre + "post_attention_layernorm.weight", {D}, true);
+  const auto wg = rowShards(pre + "mlp.gate_proj.weight", o_.intermediate, D, inter, false);
+  const auto wu = rowShards(pre + "mlp.up_proj.weight", o_.intermediate, D, inter, false);
+  const auto wd = colShards(pre + "mlp.down_proj.weight", D, o_.intermediate, inter);
+  for (int64_t r = 0; r < N; ++r) {
+    RankProgram& rp = ranks[r];
+    const int64_t hq = heads[r].q.count, hk = heads[r].kv.count, I = inter[r].count;
+    const int32_t x = rp.step(OpKind::RmsNorm, {h[r]}, D, {inNorm}, eps, "rms_norm");
+    const int32_t q = rp.step(OpKind::Linear, {x}, hq * Dh, {wq[r]}, {}, "linear");
+    const int32_t k = rp.step(OpKind::Linear, {x}, hk * Dh, {wk[r]}, {}, "linear");
+    const int32_t v = rp.step(OpKind::Linear, {x}, hk * Dh, {wv[r]}, {}, "linear");
+    auto rope = [&](int32_t in, int64_t n) {
+      return rp.step(OpKind::Rope, {in, 1}, n * Dh, {},
+                     {{"head_dim", Dh, 0}, {"num_heads", n, 0}, {"theta", 0, o_.rope_theta}},
+                     "rope");
+    };
+    const int32_t qr = rope(q, hq), kr = rope(k, hk);
+    ProgramStep kvw;
+    kvw.op = OpKind::KvWrite;
+    kvw.inputs = {2, kr, v, 6};
+    kvw.outputs = {2};
+    kvw.params = {{"layer", l, 0}};
+    rp.p.steps.push_back(kvw);
+    const int32_t attn =
+        rp.step(OpKind::Attention, {qr, 2, 3, 4, 5}, hq * Dh, {},
+                {{"head_dim", Dh, 0}, {"layer", l, 0}, {"num_heads", hq, 0},
+                 {"num_kv_heads", hk, 0},
+                 {"scale", 0, 1.0 / std::sqrt(static_cast<double>(Dh))}},
+                "attention");
+    rp.p.steps.back().attentionVariant = variantIndex;
+    const int32_t o = rp.allReduce(rp.step(OpKind::Linear, {attn}, D, {wo[r]}, {}, "linear"), D);
+    const int32_t h1 = rp.step(OpKind::Add, {h[r], o}, D, {}, {}, "add");
+    const int32_t y = rp.step(OpKind::RmsNorm, {h1}, D, {postNorm}, eps, "rms_norm");
+    const int32_t gate = rp.step(OpKind::Linear, {y}, I, {wg[r]}, {}, "linear");
+    const int32_t up = rp.step(OpKind::Linear, {y}, I, {wu[r]}, {}, "linear");
+    const int32_t act = rp.step(OpKind::SiluMul, {gate, up}, I, {}, {}, "silu_mul");
+    const int32_t down = rp.allReduce(rp.step(OpKind::Linear, {act}, D, {wd[r]}, {}, "linear"), D);
+    h[r] = rp.step(OpKind::Add, {h1, down}, D, {}, {}, "add");
+  }
+}
+
+StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
+  const int64_t N = o_.tp, D = o_.hidden;
+  INGOT_RETURN_IF_ERROR(checkShardable());
+  writer_.setModelConfig(llamaModelConfig(o_));
+  writer_.setTensorParallel(static_cast<int32_t>(N));
+
+  const RankSplit split = splitOverRanks(o_);
+  const std::vector<Slice>& vocab = split.vocab;
+  const bool vocabSplit = o_.vocab % N == 0;
+  std::vector<RankProgram> ranks = startRankPrograms(split.heads);
+  std::vector<int32_t> h(N);
+  const int32_t variantIndex = addAttentionVariant();
 
   // Per-rank tensor indices of one weight: sharded, or the replicated one N times.
   auto same = [&](int32_t t) { return std::vector<int32_t>(N, t); };
   const std::vector<int32_t> embed =
       vocabSplit ? rowShards("model.embed_tokens.weight", o_.vocab, D, vocab, false)
                  : same(replicated("model.embed_tokens.weight", {o_.vocab, D}, false));
-  auto sum = [&](int64_t r, int32_t x, int64_t width) {
-    return ranks[r].step(OpKind::AllReduce, {x}, width, {}, {}, "all_reduce");
-  };
   for (int64_t r = 0; r < N; ++r) {
     std::vector<Param> params;
     if (vocabSplit) params.push_back({"vocab_start", vocab[r].start, 0});
     h[r] = ranks[r].step(OpKind::Embedding, {0}, D, {embed[r]}, params, "embedding");
-    if (vocabSplit) h[r] = sum(r, h[r], D);
+    if (vocabSplit) h[r] = ranks[r].allReduce(h[r], D);
   }
   const std::vector<Param> eps = {{"epsilon", 0, o_.rms_eps}};
-  for (int32_t l = 0; l < o_.layers; ++l) {
-    const std::string pre = "model.layers." + std::to_string(l) + ".";
-    const int32_t inNorm = replicated(pre + "input_layernorm.weight", {D}, true);
-    const auto wq = rowShards(pre + "self_attn.q_proj.weight", H * Dh, D, qRows, false);
-    const auto wk = rowShards(pre + "self_attn.k_proj.weight", Hk * Dh, D, kvRows, false);
-    const auto wv = rowShards(pre + "self_attn.v_proj.weight", Hk * Dh, D, kvRows, false);
-    const auto wo = colShards(pre + "self_attn.o_proj.weight", D, H * Dh, qRows);
-    const int32_t postNorm = replicated(pre + "post_attention_layernorm.weight", {D}, true);
-    const auto wg = rowShards(pre + "mlp.gate_proj.weight", o_.intermediate, D, inter, false);
-    const auto wu = rowShards(pre + "mlp.up_proj.weight", o_.intermediate, D, inter, false);
-    const auto wd = colShards(pre + "mlp.down_proj.weight", D, o_.intermediate, inter);
-    for (int64_t r = 0; r < N; ++r) {
-      RankProgram& rp = ranks[r];
-      const int64_t hq = heads[r].q.count, hk = heads[r].kv.count, I = inter[r].count;
-      const int32_t x = rp.step(OpKind::RmsNorm, {h[r]}, D, {inNorm}, eps, "rms_norm");
-      const int32_t q = rp.step(OpKind::Linear, {x}, hq * Dh, {wq[r]}, {}, "linear");
-      const int32_t k = rp.step(OpKind::Linear, {x}, hk * Dh, {wk[r]}, {}, "linear");
-      const int32_t v = rp.step(OpKind::Linear, {x}, hk * Dh, {wv[r]}, {}, "linear");
-      auto rope = [&](int32_t in, int64_t n) {
-        return rp.step(OpKind::Rope, {in, 1}, n * Dh, {},
-                       {{"head_dim", Dh, 0}, {"num_heads", n, 0}, {"theta", 0, o_.rope_theta}},
-                       "rope");
-      };
-      const int32_t qr = rope(q, hq), kr = rope(k, hk);
-      ProgramStep kvw;
-      kvw.op = OpKind::KvWrite;
-      kvw.inputs = {2, kr, v, 6};
-      kvw.outputs = {2};
-      kvw.params = {{"layer", l, 0}};
-      rp.p.steps.push_back(kvw);
-      const int32_t attn =
-          rp.step(OpKind::Attention, {qr, 2, 3, 4, 5}, hq * Dh, {},
-                  {{"head_dim", Dh, 0}, {"layer", l, 0}, {"num_heads", hq, 0},
-                   {"num_kv_heads", hk, 0},
-                   {"scale", 0, 1.0 / std::sqrt(static_cast<double>(Dh))}},
-                  "attention");
-      rp.p.steps.back().attentionVariant = variantIndex;
-      const int32_t o = sum(r, rp.step(OpKind::Linear, {attn}, D, {wo[r]}, {}, "linear"), D);
-      const int32_t h1 = rp.step(OpKind::Add, {h[r], o}, D, {}, {}, "add");
-      const int32_t y = rp.step(OpKind::RmsNorm, {h1}, D, {postNorm}, eps, "rms_norm");
-      const int32_t gate = rp.step(OpKind::Linear, {y}, I, {wg[r]}, {}, "linear");
-      const int32_t up = rp.step(OpKind::Linear, {y}, I, {wu[r]}, {}, "linear");
-      const int32_t act = rp.step(OpKind::SiluMul, {gate, up}, I, {}, {}, "silu_mul");
-      const int32_t down = sum(r, rp.step(OpKind::Linear, {act}, D, {wd[r]}, {}, "linear"), D);
-      h[r] = rp.step(OpKind::Add, {h1, down}, D, {}, {}, "add");
-    }
-  }
+  for (int32_t l = 0; l < o_.layers; ++l) addLayer(l, split, variantIndex, eps, ranks, h);
   const int32_t finalNorm = replicated("model.norm.weight", {D}, true);
   std::vector<int32_t> head = embed;
   if (!o_.tie_embeddings)
@@ -261,7 +311,6 @@ StatusOr<std::vector<uint8_t>> ShardedBuilder::build() {
   if (o_.fake_cuda_kernels) addFakeCudaKernels(writer_, o_);
   return writer_.writeToBuffer();
 }
-
 
 }  // namespace
 

@@ -77,20 +77,89 @@ uint16_t freePort() {
   return ok ? ntohs(a.sin_port) : 0;
 }
 
+/// The bench's command line.
+struct BenchArgs {
+  std::string path;
+  int steps = 64, threads = 2, batch = 1, nnodes = 1;
+};
+
+/// Node 1 of a two-node group, forked while this process has no threads yet; it waits
+/// for node 0.
+void startNodeOne(const std::string& path, int world, uint16_t port, int threads) {
+  const pid_t node1 = ::fork();
+  if (node1 == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ingot::WorkerNodeOptions n;
+    n.artifact = path;
+    n.world_size = world;
+    n.nnodes = 2;
+    n.node_rank = 1;
+    n.master_addr = "127.0.0.1";
+    n.master_port = port;
+    n.num_threads = std::max(1, threads / 2);
+    n.launch_worker = forkWorker;
+    auto code = ingot::runWorkerNode(n, std::cerr);
+    ::_exit(code.ok() ? *code : 1);
+  }
+}
+
+/// The step inputs of every sequence in `seqs` with its remaining tokens.
+ingot::StepInputs stepOf(std::vector<ingot::testing::Sequence>& seqs, int block_size) {
+  std::vector<ingot::testing::Sequence*> ptrs;
+  std::vector<int> counts;
+  for (auto& s : seqs) {
+    ptrs.push_back(&s);
+    counts.push_back(static_cast<int>(s.tokens.size()) - s.done);
+  }
+  return ingot::testing::makeStep(ptrs, counts, block_size);
+}
+
+/// Runs the prefill and `steps` greedy decode steps on every backend, each with its own
+/// copy of the sequences; ms[b] gets backend b's decode step times. Returns whether every
+/// backend gave the thread ranks' logits bit for bit, or the first step error.
+ingot::StatusOr<bool> runSteps(const std::vector<ingot::Backend*>& backends,
+                               std::vector<std::vector<ingot::testing::Sequence>>& seqs,
+                               int steps, int batch, int block_size, int vocab,
+                               std::vector<std::vector<double>>& ms,
+                               std::vector<std::vector<float>>& logits) {
+  const int kinds = static_cast<int>(backends.size());
+  bool identical = true;
+  for (int step = 0; step <= steps; ++step) {
+    for (int b = 0; b < kinds; ++b) {
+      const ingot::StepInputs in = stepOf(seqs[b], block_size);
+      const auto start = Clock::now();
+      Status st = backends[b]->step(in, &logits[b]);
+      const double took = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!st.ok()) return st;
+      if (step > 0) ms[b].push_back(took);  // step 0 is the prefill
+    }
+    for (int b = 1; b < kinds; ++b) identical = identical && logits[0] == logits[b];
+    // Greedy next token of each request (its last logit row), from the thread ranks.
+    const size_t rows_per_request = logits[0].size() / static_cast<size_t>(vocab) / batch;
+    for (int r = 0; r < batch; ++r) {
+      const auto row = logits[0].begin() + ((r + 1) * rows_per_request - 1) * vocab;
+      const int32_t next = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+      for (auto& s : seqs) s[r].tokens.push_back(next);
+    }
+  }
+  return identical;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
-  int steps = 64, threads = 2, batch = 1, nnodes = 1;
+  BenchArgs args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--batch" && i + 1 < argc) batch = std::atoi(argv[++i]);
-    else if (a == "--nnodes" && i + 1 < argc) nnodes = std::atoi(argv[++i]);
-    else if (!a.empty() && a[0] != '-') path = a;
+    if (a == "--steps" && i + 1 < argc) args.steps = std::atoi(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc) args.threads = std::atoi(argv[++i]);
+    else if (a == "--batch" && i + 1 < argc) args.batch = std::atoi(argv[++i]);
+    else if (a == "--nnodes" && i + 1 < argc) args.nnodes = std::atoi(argv[++i]);
+    else if (!a.empty() && a[0] != '-') args.path = a;
     else return die("unknown argument '" + a + "'");
   }
+  std::string path = args.path;
+  const int steps = args.steps, threads = args.threads, batch = args.batch, nnodes = args.nnodes;
   if (steps < 1 || threads < 1 || batch < 1) return die("--steps, --threads, --batch must be >= 1");
   if (nnodes != 1 && nnodes != 2) return die("--nnodes must be 1 or 2");
   bool temporary = false;
@@ -113,23 +182,7 @@ int main(int argc, char** argv) {
   // Node 1 first (forked while this process has no threads yet); it waits for node 0.
   const uint16_t port = nnodes == 2 ? freePort() : 0;
   const int world = ingot::tensorParallelWorldSize(*artifact);
-  if (nnodes == 2) {
-    const pid_t node1 = ::fork();
-    if (node1 == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ingot::WorkerNodeOptions n;
-      n.artifact = path;
-      n.world_size = world;
-      n.nnodes = 2;
-      n.node_rank = 1;
-      n.master_addr = "127.0.0.1";
-      n.master_port = port;
-      n.num_threads = std::max(1, threads / 2);
-      n.launch_worker = forkWorker;
-      auto code = ingot::runWorkerNode(n, std::cerr);
-      ::_exit(code.ok() ? *code : 1);
-    }
-  }
+  if (nnodes == 2) startNodeOne(path, world, port, threads);
 
   ingot::TpCpuBackendOptions to;
   to.cpu.num_threads = threads;
@@ -170,32 +223,11 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::vector<double>> ms(kinds);
-  bool identical = true;
   std::vector<std::vector<float>> logits(kinds);
-  for (int step = 0; step <= steps; ++step) {
-    for (int b = 0; b < kinds; ++b) {
-      std::vector<ingot::testing::Sequence*> ptrs;
-      std::vector<int> counts;
-      for (auto& s : seqs[b]) {
-        ptrs.push_back(&s);
-        counts.push_back(static_cast<int>(s.tokens.size()) - s.done);
-      }
-      const ingot::StepInputs in = ingot::testing::makeStep(ptrs, counts, block_size);
-      const auto start = Clock::now();
-      Status st = backends[b]->step(in, &logits[b]);
-      const double took = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (!st.ok()) return die(st.message());
-      if (step > 0) ms[b].push_back(took);  // step 0 is the prefill
-    }
-    for (int b = 1; b < kinds; ++b) identical = identical && logits[0] == logits[b];
-    // Greedy next token of each request (its last logit row), from the thread ranks.
-    const size_t rows_per_request = logits[0].size() / static_cast<size_t>(vocab) / batch;
-    for (int r = 0; r < batch; ++r) {
-      const auto row = logits[0].begin() + ((r + 1) * rows_per_request - 1) * vocab;
-      const int32_t next = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-      for (auto& s : seqs) s[r].tokens.push_back(next);
-    }
-  }
+  ingot::StatusOr<bool> same =
+      runSteps(backends, seqs, steps, batch, block_size, vocab, ms, logits);
+  if (!same.ok()) return die(same.status().message());
+  const bool identical = *same;
   const char* names[3] = {"threads", "processes", "two nodes"};
   std::printf("%s: tp %d, %d threads, batch %d, %d decode steps\n", path.c_str(),
               backends[0]->worldSize(), threads, batch, steps);
@@ -213,14 +245,8 @@ int main(int argc, char** argv) {
   // A worker killed while idle: how long the next step takes to fail.
   auto* mp = static_cast<ingot::MultiProcessTpBackend*>(backends[1]);
   ::kill(mp->workerPid(1), SIGKILL);
-  std::vector<ingot::testing::Sequence*> ptrs;
-  std::vector<int> counts;
-  for (auto& s : seqs[1]) {
-    ptrs.push_back(&s);
-    counts.push_back(static_cast<int>(s.tokens.size()) - s.done);
-  }
   const auto start = Clock::now();
-  Status st = mp->step(ingot::testing::makeStep(ptrs, counts, block_size), &logits[1]);
+  Status st = mp->step(stepOf(seqs[1], block_size), &logits[1]);
   std::printf("  killed worker: step failed after %.1f ms: %s\n",
               std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
               st.ok() ? "(no error!)" : st.message().c_str());

@@ -27,10 +27,9 @@ std::vector<T> toVector(const flatbuffers::Vector<T>* v) {
   return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>{};
 }
 
-/// Checks every manifest field against what the writer was given.
-void expectMatches(const Artifact& a, const ArtifactContents& c,
-                   const std::vector<std::vector<uint8_t>>& bytes) {
-  const schema::Manifest& m = a.manifest();
+/// Checks each tensor's definition (and, with a blob, its bytes) against the writer's.
+void expectTensorsMatch(const Artifact& a, const ArtifactContents& c,
+                        const std::vector<std::vector<uint8_t>>& bytes) {
   ASSERT_EQ(a.numTensors(), c.tensors.size());
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     SCOPED_TRACE(c.tensors[i].name);
@@ -58,8 +57,11 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
       EXPECT_EQ(t.xxh64(), XXH64(bytes[i].data(), bytes[i].size(), 0));
     }
   }
+}
+
+/// Checks the manifest's model config against the writer's.
+void expectConfigMatches(const schema::Manifest& m, const ModelConfig& cfg) {
   ASSERT_NE(m.config(), nullptr);
-  const ModelConfig& cfg = c.config;
   EXPECT_EQ(m.config()->architecture()->str(), cfg.architecture);
   EXPECT_EQ(m.config()->name()->str(), cfg.name);
   EXPECT_EQ(m.config()->vocab_size(), cfg.vocabSize);
@@ -79,9 +81,11 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
   EXPECT_EQ(m.config()->kv_block_size(), cfg.kvBlockSize);
   EXPECT_EQ(m.config()->bos_token_id(), cfg.bosTokenId);
   EXPECT_EQ(toVector(m.config()->eos_token_ids()), cfg.eosTokenIds);
+}
 
+/// Checks the manifest's tokenizer against the writer's.
+void expectTokenizerMatches(const schema::Manifest& m, const Tokenizer& tok) {
   ASSERT_NE(m.tokenizer(), nullptr);
-  const Tokenizer& tok = c.tokenizer;
   EXPECT_EQ(m.tokenizer()->kind(), tok.kind);
   EXPECT_EQ(m.tokenizer()->pre_tokenizer()->str(), tok.preTokenizer);
   ASSERT_EQ(m.tokenizer()->tokens()->size(), tok.tokens.size());
@@ -96,7 +100,10 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
   EXPECT_EQ(m.tokenizer()->eos_token_id(), tok.eosTokenId);
   EXPECT_EQ(m.tokenizer()->add_bos(), tok.addBos);
   EXPECT_EQ(m.tokenizer()->chat_template()->str(), tok.chatTemplate);
+}
 
+/// Checks the manifest's kernels (the first one field by field) against the writer's.
+void expectKernelsMatch(const schema::Manifest& m, const ArtifactContents& c) {
   ASSERT_EQ(m.kernels()->size(), c.kernels.size());
   const schema::KernelDef* k = m.kernels()->Get(0);
   EXPECT_EQ(k->name()->str(), c.kernels[0].name);
@@ -108,7 +115,10 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
     EXPECT_EQ(k->binaries()->Get(i)->format(), c.kernels[0].binaries[i].format);
     EXPECT_EQ(toVector(k->binaries()->Get(i)->data()), c.kernels[0].binaries[i].data);
   }
+}
 
+/// Checks the manifest's programs, with their buffers and steps, against the writer's.
+void expectProgramsMatch(const schema::Manifest& m, const ArtifactContents& c) {
   ASSERT_EQ(m.programs()->size(), c.programs.size());
   for (size_t p = 0; p < c.programs.size(); ++p) {
     const schema::ProgramDef* prog = m.programs()->Get(p);
@@ -140,7 +150,10 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
       }
     }
   }
+}
 
+/// Checks the manifest's attention variants against the writer's.
+void expectAttentionVariantsMatch(const schema::Manifest& m, const ArtifactContents& c) {
   ASSERT_EQ(m.attention_variants()->size(), c.attentionVariants.size());
   for (size_t v = 0; v < c.attentionVariants.size(); ++v) {
     const schema::AttentionVariantDef* var = m.attention_variants()->Get(v);
@@ -149,7 +162,10 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
     EXPECT_EQ(toVector(var->score_bytecode()), c.attentionVariants[v].scoreBytecode);
     EXPECT_EQ(var->device_function()->str(), c.attentionVariants[v].deviceFunction);
   }
+}
 
+/// Checks provenance, the tensor-parallel world size and the dummy-weights fields.
+void expectProvenanceMatches(const schema::Manifest& m, const ArtifactContents& c) {
   ASSERT_NE(m.provenance(), nullptr);
   EXPECT_EQ(m.provenance()->compiler_version()->str(), c.provenance.compilerVersion);
   ASSERT_EQ(m.provenance()->options()->size(), c.provenance.options.size());
@@ -160,6 +176,26 @@ void expectMatches(const Artifact& a, const ArtifactContents& c,
   EXPECT_EQ(m.tensor_parallel()->world_size(), c.tpWorldSize);
   EXPECT_EQ(m.dummy_weights(), c.dummyWeights);
   EXPECT_EQ(m.dummy_seed(), c.dummySeed);
+}
+
+/// Checks every manifest field against what the writer was given. As when these checks
+/// were one function, the first fatal failure (a failed ASSERT_*) ends them.
+void expectMatches(const Artifact& a, const ArtifactContents& c,
+                   const std::vector<std::vector<uint8_t>>& bytes) {
+  const schema::Manifest& m = a.manifest();
+  expectTensorsMatch(a, c, bytes);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectConfigMatches(m, c.config);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectTokenizerMatches(m, c.tokenizer);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectKernelsMatch(m, c);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectProgramsMatch(m, c);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectAttentionVariantsMatch(m, c);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectProvenanceMatches(m, c);
 }
 
 TEST(ArtifactRoundTrip, FileReadsBackEveryFieldAndByte) {

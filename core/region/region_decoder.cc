@@ -66,100 +66,28 @@ class Validator {
     if (is_last) return fail("the last instruction must be yield");
 
     switch (format) {
-      case RegionOpFormat::kConstant: {
-        INGOT_RETURN_IF_ERROR(validType(inst.a8));
-        inst.type = static_cast<RegionType>(inst.a8);
-        inst.imm = readU64(rest);
-        unsigned width = typeBitWidth(inst.type);
-        if (width < 64 && (inst.imm >> width) != 0) {
-          return fail("constant has bits above its " + regionTypeName(inst.type) + " width");
-        }
+      case RegionOpFormat::kConstant:
+        INGOT_RETURN_IF_ERROR(decodeConstant(rest, &inst));
         break;
-      }
-      case RegionOpFormat::kArgument: {
-        uint32_t args = kind_ == RegionKind::kMask ? rb::kMaskArgumentCount
-                                                   : rb::kScoreArgumentCount;
-        if (inst.a8 >= args) return fail("argument " + std::to_string(inst.a8) + " out of range");
-        bool is_score_value = kind_ == RegionKind::kScore && inst.a8 == 0;
-        inst.type = is_score_value ? RegionType::kF32 : RegionType::kIndex;
+      case RegionOpFormat::kArgument:
+        INGOT_RETURN_IF_ERROR(decodeArgument(&inst));
         break;
-      }
       case RegionOpFormat::kUnary:
-      case RegionOpFormat::kBinary: {
-        INGOT_RETURN_IF_ERROR(validType(inst.a8));
-        inst.type = static_cast<RegionType>(inst.a8);
-        if (isIntegerOpcode(op) ? !isIntegerType(inst.type) : inst.type != RegionType::kF32) {
-          return fail("result type " + regionTypeName(inst.type) + " not allowed");
-        }
-        INGOT_RETURN_IF_ERROR(use(readU16(rest), inst.type, &inst.src[0]));
-        inst.num_src = 1;
-        if (format == RegionOpFormat::kBinary) {
-          INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.type, &inst.src[1]));
-          inst.num_src = 2;
-        }
-        inst.src_type = inst.type;
+      case RegionOpFormat::kBinary:
+        INGOT_RETURN_IF_ERROR(decodeArithmetic(format, op, rest, &inst));
         break;
-      }
-      case RegionOpFormat::kCompare: {
-        bool is_int = inst.opcode == RegionOpcode::kCmpI;
-        uint8_t limit = is_int ? kCmpIPredicateCount : kCmpFPredicateCount;
-        if (inst.a8 >= limit) return fail("predicate " + std::to_string(inst.a8) + " out of range");
-        INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kInvalid, &inst.src[0]));
-        inst.src_type = types_[inst.src[0]];
-        if (is_int ? !isIntegerType(inst.src_type) : inst.src_type != RegionType::kF32) {
-          return fail("operand type " + regionTypeName(inst.src_type) + " not allowed");
-        }
-        INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.src_type, &inst.src[1]));
-        inst.num_src = 2;
-        inst.type = RegionType::kI1;
+      case RegionOpFormat::kCompare:
+        INGOT_RETURN_IF_ERROR(decodeCompare(rest, &inst));
         break;
-      }
-      case RegionOpFormat::kSelect: {
-        INGOT_RETURN_IF_ERROR(validType(inst.a8));
-        inst.type = static_cast<RegionType>(inst.a8);
-        INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kI1, &inst.src[0]));
-        INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.type, &inst.src[1]));
-        INGOT_RETURN_IF_ERROR(use(readU16(rest + 4), inst.type, &inst.src[2]));
-        inst.num_src = 3;
-        inst.src_type = inst.type;
+      case RegionOpFormat::kSelect:
+        INGOT_RETURN_IF_ERROR(decodeSelect(rest, &inst));
         break;
-      }
-      case RegionOpFormat::kCast: {
-        INGOT_RETURN_IF_ERROR(validType(inst.a8));
-        inst.type = static_cast<RegionType>(inst.a8);
-        INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kInvalid, &inst.src[0]));
-        inst.src_type = types_[inst.src[0]];
-        inst.num_src = 1;
-        INGOT_RETURN_IF_ERROR(checkCast(inst.opcode, inst.src_type, inst.type));
+      case RegionOpFormat::kCast:
+        INGOT_RETURN_IF_ERROR(decodeCast(rest, &inst));
         break;
-      }
-      case RegionOpFormat::kLoad: {
-        uint8_t operand = rest[0];
-        inst.rank = rest[1];
-        if (operand >= operands_.size()) {
-          return fail("operand #" + std::to_string(operand) + " out of range (program has " +
-                      std::to_string(operands_.size()) + ")");
-        }
-        const RegionOperandSpec& spec = operands_[operand];
-        if (inst.rank != spec.rank) {
-          return fail("operand #" + std::to_string(operand) + " has rank " +
-                      std::to_string(spec.rank) + ", load gives " + std::to_string(inst.rank) +
-                      " indices");
-        }
-        if (inst.a8 != static_cast<uint8_t>(spec.element_type)) {
-          return fail("result type does not match operand #" + std::to_string(operand) +
-                      " element type " + regionTypeName(spec.element_type));
-        }
-        inst.type = spec.element_type;
-        inst.a8 = operand;
-        inst.first_index = static_cast<uint32_t>(load_indices->size());
-        for (uint32_t i = 0; i < inst.rank; ++i) {
-          uint16_t reg = 0;
-          INGOT_RETURN_IF_ERROR(use(readU16(rest + 2 + 2 * i), RegionType::kIndex, &reg));
-          load_indices->push_back(reg);
-        }
+      case RegionOpFormat::kLoad:
+        INGOT_RETURN_IF_ERROR(decodeLoad(rest, &inst, load_indices));
         break;
-      }
       default:
         return fail("internal: unhandled format");
     }
@@ -167,6 +95,121 @@ class Validator {
   }
 
  private:
+  /// Checks a constant's type byte and that its immediate fits the type's width.
+  Status decodeConstant(const uint8_t* rest, RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    INGOT_RETURN_IF_ERROR(validType(inst.a8));
+    inst.type = static_cast<RegionType>(inst.a8);
+    inst.imm = readU64(rest);
+    unsigned width = typeBitWidth(inst.type);
+    if (width < 64 && (inst.imm >> width) != 0) {
+      return fail("constant has bits above its " + regionTypeName(inst.type) + " width");
+    }
+    return okStatus();
+  }
+
+  /// Checks an argument number against the region kind and sets the argument's type.
+  Status decodeArgument(RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    uint32_t args = kind_ == RegionKind::kMask ? rb::kMaskArgumentCount
+                                               : rb::kScoreArgumentCount;
+    if (inst.a8 >= args) return fail("argument " + std::to_string(inst.a8) + " out of range");
+    bool is_score_value = kind_ == RegionKind::kScore && inst.a8 == 0;
+    inst.type = is_score_value ? RegionType::kF32 : RegionType::kIndex;
+    return okStatus();
+  }
+
+  /// Checks a unary or binary op: its result type and its operands of that same type.
+  Status decodeArithmetic(RegionOpFormat format, uint8_t op, const uint8_t* rest,
+                          RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    INGOT_RETURN_IF_ERROR(validType(inst.a8));
+    inst.type = static_cast<RegionType>(inst.a8);
+    if (isIntegerOpcode(op) ? !isIntegerType(inst.type) : inst.type != RegionType::kF32) {
+      return fail("result type " + regionTypeName(inst.type) + " not allowed");
+    }
+    INGOT_RETURN_IF_ERROR(use(readU16(rest), inst.type, &inst.src[0]));
+    inst.num_src = 1;
+    if (format == RegionOpFormat::kBinary) {
+      INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.type, &inst.src[1]));
+      inst.num_src = 2;
+    }
+    inst.src_type = inst.type;
+    return okStatus();
+  }
+
+  /// Checks a comparison: its predicate and two operands of one allowed type (result i1).
+  Status decodeCompare(const uint8_t* rest, RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    bool is_int = inst.opcode == RegionOpcode::kCmpI;
+    uint8_t limit = is_int ? kCmpIPredicateCount : kCmpFPredicateCount;
+    if (inst.a8 >= limit) return fail("predicate " + std::to_string(inst.a8) + " out of range");
+    INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kInvalid, &inst.src[0]));
+    inst.src_type = types_[inst.src[0]];
+    if (is_int ? !isIntegerType(inst.src_type) : inst.src_type != RegionType::kF32) {
+      return fail("operand type " + regionTypeName(inst.src_type) + " not allowed");
+    }
+    INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.src_type, &inst.src[1]));
+    inst.num_src = 2;
+    inst.type = RegionType::kI1;
+    return okStatus();
+  }
+
+  /// Checks a select: an i1 condition and two operands of the result type.
+  Status decodeSelect(const uint8_t* rest, RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    INGOT_RETURN_IF_ERROR(validType(inst.a8));
+    inst.type = static_cast<RegionType>(inst.a8);
+    INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kI1, &inst.src[0]));
+    INGOT_RETURN_IF_ERROR(use(readU16(rest + 2), inst.type, &inst.src[1]));
+    INGOT_RETURN_IF_ERROR(use(readU16(rest + 4), inst.type, &inst.src[2]));
+    inst.num_src = 3;
+    inst.src_type = inst.type;
+    return okStatus();
+  }
+
+  /// Checks a cast: its result type, its operand and that the cast between them is allowed.
+  Status decodeCast(const uint8_t* rest, RegionInstruction* out) const {
+    RegionInstruction& inst = *out;
+    INGOT_RETURN_IF_ERROR(validType(inst.a8));
+    inst.type = static_cast<RegionType>(inst.a8);
+    INGOT_RETURN_IF_ERROR(use(readU16(rest), RegionType::kInvalid, &inst.src[0]));
+    inst.src_type = types_[inst.src[0]];
+    inst.num_src = 1;
+    return checkCast(inst.opcode, inst.src_type, inst.type);
+  }
+
+  /// Checks a load against its operand's rank and element type; appends its index registers.
+  Status decodeLoad(const uint8_t* rest, RegionInstruction* out,
+                    std::vector<uint16_t>* load_indices) const {
+    RegionInstruction& inst = *out;
+    uint8_t operand = rest[0];
+    inst.rank = rest[1];
+    if (operand >= operands_.size()) {
+      return fail("operand #" + std::to_string(operand) + " out of range (program has " +
+                  std::to_string(operands_.size()) + ")");
+    }
+    const RegionOperandSpec& spec = operands_[operand];
+    if (inst.rank != spec.rank) {
+      return fail("operand #" + std::to_string(operand) + " has rank " +
+                  std::to_string(spec.rank) + ", load gives " + std::to_string(inst.rank) +
+                  " indices");
+    }
+    if (inst.a8 != static_cast<uint8_t>(spec.element_type)) {
+      return fail("result type does not match operand #" + std::to_string(operand) +
+                  " element type " + regionTypeName(spec.element_type));
+    }
+    inst.type = spec.element_type;
+    inst.a8 = operand;
+    inst.first_index = static_cast<uint32_t>(load_indices->size());
+    for (uint32_t i = 0; i < inst.rank; ++i) {
+      uint16_t reg = 0;
+      INGOT_RETURN_IF_ERROR(use(readU16(rest + 2 + 2 * i), RegionType::kIndex, &reg));
+      load_indices->push_back(reg);
+    }
+    return okStatus();
+  }
+
   static std::string hex(uint8_t v) {
     const char* digits = "0123456789abcdef";
     return std::string{digits[v >> 4], digits[v & 15]};

@@ -179,32 +179,43 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
                                   std::vector<uint8_t>(mine.begin(), mine.end()), options_.timeout)
                             .withPrefix(what + ": publishing this rank's address"));
 
-  auto readPeer = [&](int r) -> Status {
-    const auto left = std::max(std::chrono::milliseconds(1),
-                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   deadline - Clock::now()));
-    StatusOr<std::vector<uint8_t>> value = store.get(prefix + std::to_string(r), left);
-    if (!value.ok())
-      return failedPrecondition(what + ": " + describePeer(r) + " did not join within " +
-                                durationText(options_.timeout) + " (" +
-                                value.status().message() + ")");
-    std::istringstream in(std::string(value->begin(), value->end()));
-    auto peer = std::make_unique<Peer>();
-    int peer_port = 0;
-    in >> peer->addr >> peer_port >> peer->pid >> peer->host;
-    if (!in || peer_port <= 0 || peer_port > 65535)
-      return dataLoss(what + ": bad address record for rank " + std::to_string(r) +
-                      " in the store");
-    peer->addr += ":" + std::to_string(peer_port);
-    const int fd = peers_[r] ? peers_[r]->fd : -1;
-    peers_[r] = std::move(peer);
-    peers_[r]->fd = fd;
-    return okStatus();
-  };
+  INGOT_RETURN_IF_ERROR(connectLowerRanks(store, prefix, what, deadline));
+  INGOT_RETURN_IF_ERROR(acceptHigherRanks(listener, what, deadline));
+  for (int r = rank_ + 1; r < world_size_; ++r)
+    INGOT_RETURN_IF_ERROR(readPeer(store, prefix, what, deadline, r));
+  return okStatus();
+}
 
+Status TcpProcessGroup::readPeer(TcpStoreClient& store, const std::string& prefix,
+                                 const std::string& what, Clock::time_point deadline, int r) {
+  const auto left = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - Clock::now()));
+  StatusOr<std::vector<uint8_t>> value = store.get(prefix + std::to_string(r), left);
+  if (!value.ok())
+    return failedPrecondition(what + ": " + describePeer(r) + " did not join within " +
+                              durationText(options_.timeout) + " (" +
+                              value.status().message() + ")");
+  std::istringstream in(std::string(value->begin(), value->end()));
+  auto peer = std::make_unique<Peer>();
+  int peer_port = 0;
+  in >> peer->addr >> peer_port >> peer->pid >> peer->host;
+  if (!in || peer_port <= 0 || peer_port > 65535)
+    return dataLoss(what + ": bad address record for rank " + std::to_string(r) +
+                    " in the store");
+  peer->addr += ":" + std::to_string(peer_port);
+  const int fd = peers_[r] ? peers_[r]->fd : -1;
+  peers_[r] = std::move(peer);
+  peers_[r]->fd = fd;
+  return okStatus();
+}
+
+Status TcpProcessGroup::connectLowerRanks(TcpStoreClient& store, const std::string& prefix,
+                                          const std::string& what,
+                                          Clock::time_point deadline) {
   // Connect to every lower rank; the first frame says who this is.
   for (int r = 0; r < rank_; ++r) {
-    INGOT_RETURN_IF_ERROR(readPeer(r));
+    INGOT_RETURN_IF_ERROR(readPeer(store, prefix, what, deadline, r));
     const std::string& a = peers_[r]->addr;
     const size_t colon = a.rfind(':');
     const auto peer_port = static_cast<uint16_t>(std::stoi(a.substr(colon + 1)));
@@ -216,7 +227,11 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
     Status sent = writeFully(*fd, &hello, sizeof(hello), deadline);
     if (!sent.ok()) return sent.withPrefix(what + ": hello to " + describePeer(r));
   }
-  // Accept every higher rank.
+  return okStatus();
+}
+
+Status TcpProcessGroup::acceptHigherRanks(int listener, const std::string& what,
+                                          Clock::time_point deadline) {
   for (int accepted = 0; accepted < world_size_ - 1 - rank_;) {
     if (options_.join_probe) {
       Status probe = options_.join_probe();
@@ -237,17 +252,7 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
           continue;
         }
         // An ingot rank that does not fit this group: a misconfiguration, fail the join.
-        std::string refused;
-        if (hello.world_size != world_size_)
-          refused = "a peer joined as rank " + std::to_string(hello.rank) + " of a group of " +
-                    std::to_string(hello.world_size) + ", but this group has " +
-                    std::to_string(world_size_) + " ranks";
-        else if (hello.rank <= rank_ || hello.rank >= world_size_)
-          refused = "a peer joined as rank " + std::to_string(hello.rank) + ", but only ranks " +
-                    std::to_string(rank_ + 1) + ".." + std::to_string(world_size_ - 1) +
-                    " connect to rank " + std::to_string(rank_);
-        else if (peers_[hello.rank])
-          refused = "two peers joined as rank " + std::to_string(hello.rank) + " (a duplicate rank)";
+        const std::string refused = joinRefusal(hello.rank, hello.world_size);
         if (!refused.empty()) {
           ::close(fd);
           return invalidArgument(what + ": " + refused);
@@ -258,17 +263,34 @@ Status TcpProcessGroup::connectMesh(TcpStoreClient& store) {
         continue;
       }
     }
-    if (Clock::now() >= deadline) {
-      std::string missing;
-      int count = 0;
-      for (int r = rank_ + 1; r < world_size_; ++r)
-        if (!peers_[r]) missing += (count++ ? ", " : "") + describePeer(r);
-      return failedPrecondition(what + ": " + missing +
+    if (Clock::now() >= deadline)
+      return failedPrecondition(what + ": " + missingHigherRanks() +
                                 " did not connect within " + durationText(options_.timeout));
-    }
   }
-  for (int r = rank_ + 1; r < world_size_; ++r) INGOT_RETURN_IF_ERROR(readPeer(r));
   return okStatus();
+}
+
+std::string TcpProcessGroup::joinRefusal(int32_t peer_rank, int32_t peer_world_size) const {
+  std::string refused;
+  if (peer_world_size != world_size_)
+    refused = "a peer joined as rank " + std::to_string(peer_rank) + " of a group of " +
+              std::to_string(peer_world_size) + ", but this group has " +
+              std::to_string(world_size_) + " ranks";
+  else if (peer_rank <= rank_ || peer_rank >= world_size_)
+    refused = "a peer joined as rank " + std::to_string(peer_rank) + ", but only ranks " +
+              std::to_string(rank_ + 1) + ".." + std::to_string(world_size_ - 1) +
+              " connect to rank " + std::to_string(rank_);
+  else if (peers_[peer_rank])
+    refused = "two peers joined as rank " + std::to_string(peer_rank) + " (a duplicate rank)";
+  return refused;
+}
+
+std::string TcpProcessGroup::missingHigherRanks() const {
+  std::string missing;
+  int count = 0;
+  for (int r = rank_ + 1; r < world_size_; ++r)
+    if (!peers_[r]) missing += (count++ ? ", " : "") + describePeer(r);
+  return missing;
 }
 
 Status TcpProcessGroup::breakGroup(const Status& error) {

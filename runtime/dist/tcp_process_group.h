@@ -93,6 +93,22 @@ class TcpProcessGroup final : public Communicator {
 
   TcpProcessGroup(int rank, int world_size, const TcpProcessGroupOptions& options);
   Status connectMesh(TcpStoreClient& store);
+  /// Reads rank `r`'s address record from `store` (key `prefix` + r) into peers_[r],
+  /// keeping a connection already made to it; waits for it until `deadline`.
+  Status readPeer(TcpStoreClient& store, const std::string& prefix, const std::string& what,
+                  std::chrono::steady_clock::time_point deadline, int r);
+  /// Connects to every lower rank and sends each the hello that names this rank.
+  Status connectLowerRanks(TcpStoreClient& store, const std::string& prefix,
+                           const std::string& what,
+                           std::chrono::steady_clock::time_point deadline);
+  /// Accepts a connection from every higher rank on `listener` until `deadline`.
+  Status acceptHigherRanks(int listener, const std::string& what,
+                           std::chrono::steady_clock::time_point deadline);
+  /// Why a peer whose hello says rank `peer_rank` of `peer_world_size` may not join; empty
+  /// when it may.
+  std::string joinRefusal(int32_t peer_rank, int32_t peer_world_size) const;
+  /// The higher ranks that have not connected yet, "rank 2 (...), rank 3 (...)".
+  std::string missingHigherRanks() const;
   /// Moves every peer's message of `ex` both ways, until done, a failure or the deadline.
   Status run(Exchange& ex, Kind kind, uint64_t seq, int64_t n,
              std::chrono::steady_clock::time_point deadline);

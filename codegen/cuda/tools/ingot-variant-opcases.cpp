@@ -65,22 +65,27 @@ const std::vector<RegionType> kIntTypes = {RegionType::kI1,  static_cast<RegionT
                                            RegionType::kI32, static_cast<RegionType>(33),
                                            RegionType::kI64, RegionType::kIndex};
 
-std::vector<Case> buildCases() {
+/// Collects the cases: one region per case, built by `body`.
+struct CaseList {
   std::vector<Case> cases;
-  auto mask = [&](const std::string &name, RegionType observed, const std::string &operand,
-                  const std::function<void(RegionBytecodeBuilder &)> &body) {
+  /// A mask region whose yielded bit is bit `bits(observed)` of a value (0 for an i1).
+  void mask(const std::string &name, RegionType observed, const std::string &operand,
+            const std::function<void(RegionBytecodeBuilder &)> &body) {
     RegionBytecodeBuilder b(RegionKind::kMask);
     body(b);
-    cases.push_back({name, RegionKind::kMask,
-                     observed == RegionType::kI1 ? 0 : bits(observed), operand, b.finish()});
-  };
-  auto score = [&](const std::string &name, const std::string &operand,
-                   const std::function<void(RegionBytecodeBuilder &)> &body) {
+    cases.push_back({name, RegionKind::kMask, observed == RegionType::kI1 ? 0 : bits(observed),
+                     operand, b.finish()});
+  }
+  /// A score region (it yields the float).
+  void score(const std::string &name, const std::string &operand,
+             const std::function<void(RegionBytecodeBuilder &)> &body) {
     RegionBytecodeBuilder b(RegionKind::kScore);
     body(b);
     cases.push_back({name, RegionKind::kScore, 0, operand, b.finish()});
-  };
+  }
+};
 
+void addIntegerCases(CaseList &list) {
   // Integer binary ops on x = q, y = kv (truncated to the type), every bit of the result.
   const std::pair<const char *, Op> intBinary[] = {
       {"addi", Op::kAddI},   {"subi", Op::kSubI},   {"muli", Op::kMulI},
@@ -91,31 +96,33 @@ std::vector<Case> buildCases() {
       {"maxui", Op::kMaxUI}, {"minui", Op::kMinUI}};
   for (auto [name, op] : intBinary)
     for (RegionType t : kIntTypes)
-      mask(std::string(name) + "_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
+      list.mask(std::string(name) + "_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
         yieldBit(b, b.binary(op, intArg(b, 2, t), intArg(b, 3, t)), t);
       });
   for (RegionType t : kIntTypes)
-    mask("absi_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
+    list.mask("absi_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
       yieldBit(b, b.unary(Op::kAbsI, intArg(b, 2, t)), t);
     });
   for (uint8_t p = 0; p < ingot::kCmpIPredicateCount; ++p)
     for (RegionType t : kIntTypes)
-      mask("cmpi" + std::to_string(p) + "_" + typeName(t), RegionType::kI1, "",
+      list.mask("cmpi" + std::to_string(p) + "_" + typeName(t), RegionType::kI1, "",
            [&](RegionBytecodeBuilder &b) {
              b.yield(b.cmpi(static_cast<CmpIPredicate>(p), intArg(b, 2, t), intArg(b, 3, t)));
            });
   for (RegionType t : kIntTypes)
-    mask("select_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
+    list.mask("select_" + typeName(t), t, "", [&](RegionBytecodeBuilder &b) {
       Reg c = b.cmpi(CmpIPredicate::kSlt, b.argument(0), b.argument(2));
       yieldBit(b, b.select(c, intArg(b, 2, t), intArg(b, 3, t)), t);
     });
+}
 
+void addIntegerCastCases(CaseList &list) {
   // Integer casts: from q truncated to `from`.
   for (RegionType from : kIntTypes)
     for (RegionType to : kIntTypes) {
       if (from == to) continue;
       auto cast = [&](const char *name, Op op) {
-        mask(std::string(name) + "_" + typeName(from) + "_" + typeName(to), to, "",
+        list.mask(std::string(name) + "_" + typeName(from) + "_" + typeName(to), to, "",
              [&](RegionBytecodeBuilder &b) { yieldBit(b, b.cast(op, to, intArg(b, 2, from)), to); });
       };
       const bool index = from == RegionType::kIndex || to == RegionType::kIndex;
@@ -129,22 +136,27 @@ std::vector<Case> buildCases() {
         cast("trunci", Op::kTruncI);
       }
     }
+}
+
+void addIntFloatCastCases(CaseList &list) {
   // Int -> f32 (score yields the float) and f32 -> int (operand #0 f32 at [b]).
   for (RegionType t : kIntTypes) {
     if (t == RegionType::kIndex) continue;
-    score("sitofp_" + typeName(t), "", [&](RegionBytecodeBuilder &b) {
+    list.score("sitofp_" + typeName(t), "", [&](RegionBytecodeBuilder &b) {
       b.yield(b.cast(Op::kSIToFP, RegionType::kF32, b.cast(Op::kIndexCast, t, b.argument(3))));
     });
-    score("uitofp_" + typeName(t), "", [&](RegionBytecodeBuilder &b) {
+    list.score("uitofp_" + typeName(t), "", [&](RegionBytecodeBuilder &b) {
       b.yield(b.cast(Op::kUIToFP, RegionType::kF32, b.cast(Op::kIndexCast, t, b.argument(3))));
     });
     for (auto [name, op] : {std::pair{"fptosi", Op::kFPToSI}, std::pair{"fptoui", Op::kFPToUI}})
-      mask(std::string(name) + "_" + typeName(t), t, "f32", [&](RegionBytecodeBuilder &b) {
+      list.mask(std::string(name) + "_" + typeName(t), t, "f32", [&](RegionBytecodeBuilder &b) {
         b.addOperand(RegionType::kF32, 1);
         yieldBit(b, b.cast(op, t, b.load(0, {b.argument(0)})), t);
       });
   }
+}
 
+void addFloatCases(CaseList &list) {
   // Float ops on s and operand #0 (f32) at [b].
   const std::pair<const char *, Op> floatBinary[] = {
       {"addf", Op::kAddF},         {"subf", Op::kSubF},         {"mulf", Op::kMulF},
@@ -152,7 +164,7 @@ std::vector<Case> buildCases() {
       {"maxnumf", Op::kMaxNumF},   {"minnumf", Op::kMinNumF},   {"powf", Op::kPowF},
       {"copysign", Op::kCopySign}};
   for (auto [name, op] : floatBinary)
-    score(name, "f32", [&](RegionBytecodeBuilder &b) {
+    list.score(name, "f32", [&](RegionBytecodeBuilder &b) {
       b.addOperand(RegionType::kF32, 1);
       b.yield(b.binary(op, b.argument(0), b.load(0, {b.argument(1)})));
     });
@@ -161,61 +173,76 @@ std::vector<Case> buildCases() {
       {"exp", Op::kExp},   {"exp2", Op::kExp2}, {"log", Op::kLog},     {"log2", Op::kLog2},
       {"tanh", Op::kTanh}, {"floor", Op::kFloor}, {"ceil", Op::kCeil}};
   for (auto [name, op] : floatUnary)
-    score(name, "", [&](RegionBytecodeBuilder &b) { b.yield(b.unary(op, b.argument(0))); });
+    list.score(name, "", [&](RegionBytecodeBuilder &b) { b.yield(b.unary(op, b.argument(0))); });
   for (uint8_t p = 0; p < ingot::kCmpFPredicateCount; ++p)
-    mask("cmpf" + std::to_string(p), RegionType::kI1, "f32", [&](RegionBytecodeBuilder &b) {
+    list.mask("cmpf" + std::to_string(p), RegionType::kI1, "f32", [&](RegionBytecodeBuilder &b) {
       b.addOperand(RegionType::kF32, 1);
       b.yield(b.cmpf(static_cast<CmpFPredicate>(p), b.load(0, {b.argument(0)}),
                      b.load(0, {b.argument(3)})));
     });
-  score("select_f32", "f32", [&](RegionBytecodeBuilder &b) {
+  list.score("select_f32", "f32", [&](RegionBytecodeBuilder &b) {
     b.addOperand(RegionType::kF32, 1);
     Reg c = b.cmpi(CmpIPredicate::kUlt, b.argument(3), b.argument(4));
     b.yield(b.select(c, b.argument(0), b.load(0, {b.argument(1)})));
   });
-  score("constants_f32", "", [&](RegionBytecodeBuilder &b) {
+  list.score("constants_f32", "", [&](RegionBytecodeBuilder &b) {
     Reg x = b.binary(Op::kMulF, b.argument(0), b.constantF32(0.1f));
     x = b.binary(Op::kAddF, x, b.constantF32(-3.5e-39f));  // a subnormal
     x = b.binary(Op::kMaxNumF, x, b.constantF32(-__builtin_inff()));
     b.yield(b.binary(Op::kAddF, x, b.constantF32(1e30f)));
   });
-  mask("constants_int", RegionType::kI64, "", [&](RegionBytecodeBuilder &b) {
+  list.mask("constants_int", RegionType::kI64, "", [&](RegionBytecodeBuilder &b) {
     Reg x = b.binary(Op::kXOrI, intArg(b, 2, RegionType::kI64),
                      b.constantInt(RegionType::kI64, 0x8000000000000001ull));
     yieldBit(b, b.binary(Op::kAddI, x, b.constantInt(RegionType::kI64, 0xfedcba9876543210ull)),
              RegionType::kI64);
   });
+}
 
+void addLoadCases(CaseList &list) {
   // Loads of every element type, rank 2 at [q, kv]; rank 0 and rank 3 of i32.
   for (RegionType t : {RegionType::kI1, RegionType::kI8, RegionType::kI16, RegionType::kI32,
                        RegionType::kI64})
-    mask("load_" + typeName(t), t, typeName(t), [&](RegionBytecodeBuilder &b) {
+    list.mask("load_" + typeName(t), t, typeName(t), [&](RegionBytecodeBuilder &b) {
       b.addOperand(t, 2);
       yieldBit(b, b.load(0, {b.argument(2), b.argument(3)}), t);
     });
-  mask("load_rank0_i32", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
+  list.mask("load_rank0_i32", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
     b.addOperand(RegionType::kI32, 0);
     yieldBit(b, b.load(0, {}), RegionType::kI32);
   });
-  mask("load_rank3_i32", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
+  list.mask("load_rank3_i32", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
     b.addOperand(RegionType::kI32, 3);
     Reg zero = b.constantIndex(0);
     yieldBit(b, b.load(0, {b.argument(2), zero, b.argument(3)}), RegionType::kI32);
   });
+}
+
+void addPoisonCases(CaseList &list) {
   // Poison: a shift whose amount may be out of range, guarded or not by a select.
-  mask("poison_guarded", RegionType::kI1, "", [&](RegionBytecodeBuilder &b) {
+  list.mask("poison_guarded", RegionType::kI1, "", [&](RegionBytecodeBuilder &b) {
     Reg x = intArg(b, 2, RegionType::kI32), y = intArg(b, 3, RegionType::kI32);
     Reg shifted = b.cast(Op::kTruncI, RegionType::kI1, b.binary(Op::kShLI, x, y));
     Reg inRange = b.cmpi(CmpIPredicate::kUlt, y, b.constantInt(RegionType::kI32, 32));
     b.yield(b.select(inRange, shifted, b.constantBool(false)));
   });
-  mask("poison_load_index", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
+  list.mask("poison_load_index", RegionType::kI32, "i32", [&](RegionBytecodeBuilder &b) {
     b.addOperand(RegionType::kI32, 1);
     Reg amount = b.argument(3);
     Reg index = b.binary(Op::kShRUI, b.argument(2), amount);
     yieldBit(b, b.load(0, {index}), RegionType::kI32);
   });
-  return cases;
+}
+
+std::vector<Case> buildCases() {
+  CaseList list;
+  addIntegerCases(list);
+  addIntegerCastCases(list);
+  addIntFloatCastCases(list);
+  addFloatCases(list);
+  addLoadCases(list);
+  addPoisonCases(list);
+  return list.cases;
 }
 
 } // namespace
