@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -107,6 +108,123 @@ StatusOr<std::vector<std::string>> parseCudaTargets(const std::string &spec) {
   return targets;
 }
 
+/// What step 1 of addAttentionKernels finds: the kernels each (variant, shape) needs, and
+/// which steps use which decode kernel.
+struct AttentionKernelNeeds {
+  using ShapeKey = std::tuple<int32_t, codegen::AttentionDtype, int, int, bool>;
+  std::map<ShapeKey, std::string> decodeOf; // "" = no kernels for the shape
+  std::vector<PendingKernel> pending;
+  std::map<std::string, size_t> pendingByName;
+  struct Link {
+    size_t program, step;
+    std::string decode;
+  };
+  std::vector<Link> links;
+  std::set<int32_t> variantsWithKernels;
+};
+
+/// The decode kernel of attention step `s` of program `p`, its units added to `needs`; ""
+/// (with a warning) when no kernel takes the step's shape.
+StatusOr<std::string> attentionStepKernel(const ArtifactContents &contents, size_t p, size_t s,
+                                          AttentionKernelNeeds &needs,
+                                          const std::function<void(std::string)> &warn) {
+  using ShapeKey = AttentionKernelNeeds::ShapeKey;
+  const Program &program = contents.programs[p];
+  const ProgramStep &step = program.steps[s];
+  auto &decodeOf = needs.decodeOf;
+  auto &pending = needs.pending;
+  auto &pendingByName = needs.pendingByName;
+  const std::string where =
+      "attention step " + std::to_string(s) + " of program '" + program.name + "'";
+  std::optional<int64_t> headDim = intParam(step, "head_dim"),
+                         heads = intParam(step, "num_heads"),
+                         kvHeads = intParam(step, "num_kv_heads");
+  if (!headDim || !heads || !kvHeads || *kvHeads <= 0 || *heads % *kvHeads != 0)
+    return invalidArgument(where + " lacks consistent head_dim, num_heads and "
+                                   "num_kv_heads params");
+  if (step.inputs.empty())
+    return invalidArgument(where + " has no query input");
+  const schema::DType queryType = program.buffers.at(step.inputs[0]).dtype;
+  std::optional<schema::DType> cacheType;
+  for (int32_t b : step.inputs)
+    if (program.buffers.at(b).kind == schema::BufferKind::KvCache)
+      cacheType = program.buffers[b].dtype;
+  if (!cacheType)
+    return invalidArgument(where + " reads no KV cache buffer");
+  const std::string variantName =
+      step.attentionVariant >= 0
+          ? contents.attentionVariants.at(step.attentionVariant).name
+          : std::string(kDenseVariant);
+  const std::string shapeText =
+      "attention " + variantName + " with head dim " + std::to_string(*headDim) + ", " +
+      std::to_string(*heads / *kvHeads) + " query heads per kv head, " +
+      dtypeName(queryType) + " queries and " + dtypeName(*cacheType) + " KV cache";
+  const char *cpuOnly = "; these steps run on the CPU backend only";
+  const bool kvFp8 = *cacheType == schema::DType::F8E4M3FN;
+  if ((queryType != *cacheType && !kvFp8) ||
+      (queryType != schema::DType::F32 && queryType != schema::DType::BF16)) {
+    warn("no CUDA kernels for " + shapeText +
+         ": the kernels take f32 or bf16 queries and the same or an fp8 KV cache" +
+         cpuOnly);
+    return std::string();
+  }
+  codegen::AttentionShape shape;
+  shape.dtype = queryType == schema::DType::F32 ? codegen::AttentionDtype::kF32
+                                                : codegen::AttentionDtype::kBF16;
+  shape.headDim = static_cast<int>(*headDim);
+  shape.group = static_cast<int>(*heads / *kvHeads);
+  shape.kvFp8 = kvFp8;
+  if (std::string why = codegen::unsupportedAttentionShape(shape); !why.empty()) {
+    warn("no CUDA kernels for " + shapeText + ": " + why + cpuOnly);
+    return std::string();
+  }
+  if (!isIdentifier(variantName))
+    return invalidArgument(where + ": variant name '" + variantName +
+                           "' is not a C identifier, so it cannot name CUDA kernels");
+  ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group, kvFp8};
+  auto it = decodeOf.find(key);
+  if (it == decodeOf.end()) {
+    std::vector<uint8_t> none;
+    const AttentionVariant *variant =
+        step.attentionVariant >= 0 ? &contents.attentionVariants[step.attentionVariant]
+                                   : nullptr;
+    StatusOr<std::vector<codegen::AttentionKernelUnit>> units =
+        codegen::attentionKernelUnits(variantName, variant ? variant->maskBytecode : none,
+                                      variant ? variant->scoreBytecode : none, shape);
+    if (!units.ok())
+      return invalidArgument(where + ": " + units.status().message());
+    it = decodeOf.emplace(key, units->front().name).first;
+    for (codegen::AttentionKernelUnit &unit : *units) {
+      if (pendingByName.count(unit.name))
+        continue; // the combine kernel is shared by every variant of a dtype and head dim
+      pendingByName[unit.name] = pending.size();
+      pending.push_back({std::move(unit), {}, 0});
+    }
+  }
+  return it->second;
+}
+
+/// Step 1: every attention step of every program.
+Status collectAttentionKernels(const ArtifactContents &contents, AttentionKernelNeeds &needs,
+                               const std::function<void(std::string)> &warn) {
+  for (size_t p = 0; p < contents.programs.size(); ++p) {
+    const Program &program = contents.programs[p];
+    for (size_t s = 0; s < program.steps.size(); ++s) {
+      const ProgramStep &step = program.steps[s];
+      if (step.op != schema::OpKind::Attention)
+        continue;
+      INGOT_ASSIGN_OR_RETURN(std::string decode,
+                             attentionStepKernel(contents, p, s, needs, warn));
+      if (decode.empty())
+        continue;
+      if (step.attentionVariant >= 0)
+        needs.variantsWithKernels.insert(step.attentionVariant);
+      needs.links.push_back({p, s, std::move(decode)});
+    }
+  }
+  return okStatus();
+}
+
 Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
                            CudaKernelReport *report) {
   CudaKernelReport local;
@@ -122,94 +240,11 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
   };
 
   // 1. The kernels each (variant, shape) needs, and which steps use which decode kernel.
-  using ShapeKey = std::tuple<int32_t, codegen::AttentionDtype, int, int, bool>;
-  std::map<ShapeKey, std::string> decodeOf; // "" = no kernels for the shape
-  std::vector<PendingKernel> pending;
-  std::map<std::string, size_t> pendingByName;
-  struct Link {
-    size_t program, step;
-    std::string decode;
-  };
-  std::vector<Link> links;
-  std::set<int32_t> variantsWithKernels;
-  for (size_t p = 0; p < contents.programs.size(); ++p) {
-    const Program &program = contents.programs[p];
-    for (size_t s = 0; s < program.steps.size(); ++s) {
-      const ProgramStep &step = program.steps[s];
-      if (step.op != schema::OpKind::Attention)
-        continue;
-      const std::string where =
-          "attention step " + std::to_string(s) + " of program '" + program.name + "'";
-      std::optional<int64_t> headDim = intParam(step, "head_dim"),
-                             heads = intParam(step, "num_heads"),
-                             kvHeads = intParam(step, "num_kv_heads");
-      if (!headDim || !heads || !kvHeads || *kvHeads <= 0 || *heads % *kvHeads != 0)
-        return invalidArgument(where + " lacks consistent head_dim, num_heads and "
-                                       "num_kv_heads params");
-      if (step.inputs.empty())
-        return invalidArgument(where + " has no query input");
-      const schema::DType queryType = program.buffers.at(step.inputs[0]).dtype;
-      std::optional<schema::DType> cacheType;
-      for (int32_t b : step.inputs)
-        if (program.buffers.at(b).kind == schema::BufferKind::KvCache)
-          cacheType = program.buffers[b].dtype;
-      if (!cacheType)
-        return invalidArgument(where + " reads no KV cache buffer");
-      const std::string variantName =
-          step.attentionVariant >= 0
-              ? contents.attentionVariants.at(step.attentionVariant).name
-              : std::string(kDenseVariant);
-      const std::string shapeText =
-          "attention " + variantName + " with head dim " + std::to_string(*headDim) + ", " +
-          std::to_string(*heads / *kvHeads) + " query heads per kv head, " +
-          dtypeName(queryType) + " queries and " + dtypeName(*cacheType) + " KV cache";
-      const char *cpuOnly = "; these steps run on the CPU backend only";
-      const bool kvFp8 = *cacheType == schema::DType::F8E4M3FN;
-      if ((queryType != *cacheType && !kvFp8) ||
-          (queryType != schema::DType::F32 && queryType != schema::DType::BF16)) {
-        warn("no CUDA kernels for " + shapeText +
-             ": the kernels take f32 or bf16 queries and the same or an fp8 KV cache" +
-             cpuOnly);
-        continue;
-      }
-      codegen::AttentionShape shape;
-      shape.dtype = queryType == schema::DType::F32 ? codegen::AttentionDtype::kF32
-                                                    : codegen::AttentionDtype::kBF16;
-      shape.headDim = static_cast<int>(*headDim);
-      shape.group = static_cast<int>(*heads / *kvHeads);
-      shape.kvFp8 = kvFp8;
-      if (std::string why = codegen::unsupportedAttentionShape(shape); !why.empty()) {
-        warn("no CUDA kernels for " + shapeText + ": " + why + cpuOnly);
-        continue;
-      }
-      if (!isIdentifier(variantName))
-        return invalidArgument(where + ": variant name '" + variantName +
-                               "' is not a C identifier, so it cannot name CUDA kernels");
-      ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group, kvFp8};
-      auto it = decodeOf.find(key);
-      if (it == decodeOf.end()) {
-        std::vector<uint8_t> none;
-        const AttentionVariant *variant =
-            step.attentionVariant >= 0 ? &contents.attentionVariants[step.attentionVariant]
-                                       : nullptr;
-        StatusOr<std::vector<codegen::AttentionKernelUnit>> units =
-            codegen::attentionKernelUnits(variantName, variant ? variant->maskBytecode : none,
-                                          variant ? variant->scoreBytecode : none, shape);
-        if (!units.ok())
-          return invalidArgument(where + ": " + units.status().message());
-        it = decodeOf.emplace(key, units->front().name).first;
-        for (codegen::AttentionKernelUnit &unit : *units) {
-          if (pendingByName.count(unit.name))
-            continue; // the combine kernel is shared by every variant of a dtype and head dim
-          pendingByName[unit.name] = pending.size();
-          pending.push_back({std::move(unit), {}, 0});
-        }
-      }
-      if (step.attentionVariant >= 0)
-        variantsWithKernels.insert(step.attentionVariant);
-      links.push_back({p, s, it->second});
-    }
-  }
+  AttentionKernelNeeds needs;
+  INGOT_RETURN_IF_ERROR(collectAttentionKernels(contents, needs, warn));
+  std::vector<PendingKernel> &pending = needs.pending;
+  const auto &links = needs.links;
+  const auto &variantsWithKernels = needs.variantsWithKernels;
   if (pending.empty())
     return okStatus();
 
@@ -239,7 +274,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     ++rep.kernels;
     rep.kernelsFromCache += k.fromCache == static_cast<int>(numTargets);
   }
-  for (const Link &link : links)
+  for (const AttentionKernelNeeds::Link &link : links)
     writer.setStepKernel(link.program, link.step, kernelIndex.at(link.decode));
   for (int32_t v : variantsWithKernels)
     writer.setDeviceFunction(static_cast<size_t>(v), contents.attentionVariants[v].name);
