@@ -81,7 +81,7 @@ sed -n -e 's/^\[       OK \] \([^ ]*\) .*/\1 passed/p' -e 's/^\[  FAILED  \] \([
   -e 's/^\[  SKIPPED \] \([^ ]*\) (.*/\1 SKIPPED/p' "$LOG" \
   | while read -r name result; do printf '%-72s %s\n' "$name" "$result"; done
 # The quantized prefill GEMMs beside cuBLASLt's bf16 GEMM (ingot_quant_gemm_gpu_tests): the
-# figures that set quantgemm::kQuantGemmMinRows (codegen/cuda/kernels/quant_gemm.cuh).
+# figures that set quantgemm::kQuantGemmMinRows (core/kernels/quant_params.h).
 echo "== quantized GEMM / GEMV / cuBLASLt bf16 TFLOP/s (ingot_quant_gemm_gpu_tests)"
 grep -E '^\[ gpu \] .*(TFLOP/s|gemm/cb|ingot_quant_gemm_)' "$LOG" \
   || { echo "error: ingot_quant_gemm_gpu_tests printed no figures"; status=1; }

@@ -102,8 +102,8 @@ std::string gemvFamily(QuantFormat f) {
   return "ingot_quant_gemv_*";
 }
 
-/// The quantized kernels' shape rules (kernels/quant_gemv.cuh checkQuantGemvShape, code
-/// chunk and float4 activation loads of rows of stride K; quant_gemm.cuh checkQuantGemmShape),
+/// The quantized kernels' shape rules (core/kernels/quant_params.h: checkQuantGemvShape, code
+/// chunk and float4 activation loads of rows of stride K; checkQuantGemmShape),
 /// which the loader's formats do not imply (an fp8 weight may have any even K), checked
 /// before any weight moves: a weight the GEMV cannot read fails the load naming it, its K
 /// and the rule; one only the GEMM cannot read drops its GEMM (resolved with the kernels),
