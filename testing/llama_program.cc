@@ -153,6 +153,24 @@ class Builder {
                                 DType::F32, {-1, width}});
     return static_cast<int32_t>(program_.buffers.size() - 1);
   }
+  /// Each add whose sum the next step rms-normalizes, fused with it into add_rms_norm
+  /// (outputs: the sum, the normalized rows), as ingot-fuse-elementwise does.
+  void fuseResidualNorms() {
+    std::vector<ProgramStep>& steps = program_.steps;
+    for (size_t i = 1; i < steps.size(); ++i) {
+      const ProgramStep& add = steps[i - 1];
+      const ProgramStep& norm = steps[i];
+      if (add.op != OpKind::Add || norm.op != OpKind::RmsNorm || norm.inputs[0] != add.outputs[0])
+        continue;
+      ProgramStep fused = norm;
+      fused.op = OpKind::AddRmsNorm;
+      fused.inputs = {add.inputs[1], add.inputs[0]};
+      fused.outputs = {add.outputs[0], norm.outputs[0]};
+      steps[i] = std::move(fused);
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i - 1));
+    }
+  }
+
   int32_t step(OpKind op, std::vector<int32_t> in, int64_t width, std::vector<int32_t> weights,
                std::vector<Param> params, const char* name) {
     const int32_t out = buffer(name, width);
@@ -442,14 +460,12 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   const int32_t table = o_.tie_embeddings ? embed : weight("lm_head.weight", {o_.vocab, D}, false);
   const int32_t logits = step(OpKind::Logits, {hn, 7}, o_.vocab, {table}, {}, "logits");
   program_.buffers[logits].kind = BufferKind::Output;
-  if (o_.draft_layers > 0) {
-    StatusOr<Program> draft = earlyExitDraftProgram(program_, o_.draft_layers);
-    if (!draft.ok()) return draft.status();
-    writer_.addProgram(std::move(program_));
-    writer_.addProgram(std::move(*draft));
-  } else {
-    writer_.addProgram(std::move(program_));
-  }
+  if (o_.fuse_residual_norms) fuseResidualNorms();
+  StatusOr<Program> draft = Program{};
+  if (o_.draft_layers > 0) draft = earlyExitDraftProgram(program_, o_.draft_layers);
+  if (!draft.ok()) return draft.status();
+  writer_.addProgram(std::move(program_));
+  if (o_.draft_layers > 0) writer_.addProgram(std::move(*draft));
   if (o_.fake_cuda_kernels) addFakeCudaKernels(writer_, o_);
   return writer_.writeToBuffer();
 }

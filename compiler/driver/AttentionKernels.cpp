@@ -12,6 +12,7 @@
 
 #include "codegen/cuda/AttentionKernelPlan.h"
 #include "compiler/driver/CudaCompileJobs.h"
+#include "compiler/transforms/KernelSelection.h"
 
 namespace ingot::compiler {
 namespace {
@@ -20,22 +21,6 @@ namespace {
 /// here so a build without NVRTC still knows what "all" means when it refuses it).
 const std::vector<std::string> kAllTargets = {"sm_80",   "sm_89",      "sm_90a", "sm_100f",
                                               "sm_120f", "compute_80", "simt"};
-
-/// sm_XY or compute_XY with an optional a/f suffix, XY two or three digits; or "simt" (the
-/// source for the SIMT emulator).
-bool isTargetName(const std::string &t) {
-  if (t == "simt")
-    return true;
-  size_t prefix = t.rfind("sm_", 0) == 0 ? 3 : t.rfind("compute_", 0) == 0 ? 8 : 0;
-  if (prefix == 0)
-    return false;
-  size_t end = t.size();
-  if (end > prefix && (t.back() == 'a' || t.back() == 'f'))
-    --end;
-  if (end - prefix < 2 || end - prefix > 3)
-    return false;
-  return std::all_of(t.begin() + prefix, t.begin() + end, [](char c) { return c >= '0' && c <= '9'; });
-}
 
 bool isIdentifier(const std::string &s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
@@ -51,16 +36,6 @@ std::optional<int64_t> intParam(const ProgramStep &step, const char *name) {
       return p.i;
   return std::nullopt;
 }
-
-std::string dtypeName(schema::DType d) {
-  std::string name = schema::EnumNameDType(d);
-  for (char &c : name)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
-/// Struct name of the kernels of attention steps without a variant (no mask, no score).
-constexpr const char *kDenseVariant = "dense";
 
 /// One kernel to build: its unit and its binaries, filled by the compile jobs.
 struct PendingKernel {
@@ -95,7 +70,7 @@ StatusOr<std::vector<std::string>> parseCudaTargets(const std::string &spec) {
   while (start <= spec.size()) {
     size_t comma = spec.find(',', start);
     std::string t = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!isTargetName(t))
+    if (!isCudaTargetName(t))
       return invalidArgument("--cuda-targets: '" + t +
                              "' is not a CUDA target (sm_XY, sm_XYa, sm_XYf, compute_XY, simt, ...; "
                              "or all, none)");
@@ -123,14 +98,16 @@ struct AttentionKernelNeeds {
   std::set<int32_t> variantsWithKernels;
 };
 
-/// The decode kernel of attention step `s` of program `p`, its units added to `needs`; ""
-/// (with a warning) when no kernel takes the step's shape.
+/// The decode kernel ingot-select-kernels chose for attention step `s` of program `p`
+/// (ProgramStep::kernelName, "" = none: the step runs on the CPU), its units added to
+/// `needs`. Fails when the step's shape does not give that kernel.
 StatusOr<std::string> attentionStepKernel(const ArtifactContents &contents, size_t p, size_t s,
-                                          AttentionKernelNeeds &needs,
-                                          const std::function<void(std::string)> &warn) {
+                                          AttentionKernelNeeds &needs) {
   using ShapeKey = AttentionKernelNeeds::ShapeKey;
   const Program &program = contents.programs[p];
   const ProgramStep &step = program.steps[s];
+  if (step.kernelName.empty())
+    return std::string();
   auto &decodeOf = needs.decodeOf;
   auto &pending = needs.pending;
   auto &pendingByName = needs.pendingByName;
@@ -154,34 +131,17 @@ StatusOr<std::string> attentionStepKernel(const ArtifactContents &contents, size
   const std::string variantName =
       step.attentionVariant >= 0
           ? contents.attentionVariants.at(step.attentionVariant).name
-          : std::string(kDenseVariant);
-  const std::string shapeText =
-      "attention " + variantName + " with head dim " + std::to_string(*headDim) + ", " +
-      std::to_string(*heads / *kvHeads) + " query heads per kv head, " +
-      dtypeName(queryType) + " queries and " + dtypeName(*cacheType) + " KV cache";
-  const char *cpuOnly = "; these steps run on the CPU backend only";
-  const bool kvFp8 = *cacheType == schema::DType::F8E4M3FN;
-  if ((queryType != *cacheType && !kvFp8) ||
-      (queryType != schema::DType::F32 && queryType != schema::DType::BF16)) {
-    warn("no CUDA kernels for " + shapeText +
-         ": the kernels take f32 or bf16 queries and the same or an fp8 KV cache" +
-         cpuOnly);
-    return std::string();
-  }
+          : std::string(kDenseVariantName);
+  if (!isIdentifier(variantName))
+    return invalidArgument(where + ": variant name '" + variantName +
+                           "' is not a C identifier, so it cannot name CUDA kernels");
   codegen::AttentionShape shape;
   shape.dtype = queryType == schema::DType::F32 ? codegen::AttentionDtype::kF32
                                                 : codegen::AttentionDtype::kBF16;
   shape.headDim = static_cast<int>(*headDim);
   shape.group = static_cast<int>(*heads / *kvHeads);
-  shape.kvFp8 = kvFp8;
-  if (std::string why = codegen::unsupportedAttentionShape(shape); !why.empty()) {
-    warn("no CUDA kernels for " + shapeText + ": " + why + cpuOnly);
-    return std::string();
-  }
-  if (!isIdentifier(variantName))
-    return invalidArgument(where + ": variant name '" + variantName +
-                           "' is not a C identifier, so it cannot name CUDA kernels");
-  ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group, kvFp8};
+  shape.kvFp8 = *cacheType == schema::DType::F8E4M3FN;
+  ShapeKey key{step.attentionVariant, shape.dtype, shape.headDim, shape.group, shape.kvFp8};
   auto it = decodeOf.find(key);
   if (it == decodeOf.end()) {
     std::vector<uint8_t> none;
@@ -201,20 +161,21 @@ StatusOr<std::string> attentionStepKernel(const ArtifactContents &contents, size
       pending.push_back({std::move(unit), {}, 0});
     }
   }
+  if (it->second != step.kernelName)
+    return invalidArgument(where + ": the compiler chose kernel " + step.kernelName +
+                           ", but the step's shape gives " + it->second);
   return it->second;
 }
 
 /// Step 1: every attention step of every program.
-Status collectAttentionKernels(const ArtifactContents &contents, AttentionKernelNeeds &needs,
-                               const std::function<void(std::string)> &warn) {
+Status collectAttentionKernels(const ArtifactContents &contents, AttentionKernelNeeds &needs) {
   for (size_t p = 0; p < contents.programs.size(); ++p) {
     const Program &program = contents.programs[p];
     for (size_t s = 0; s < program.steps.size(); ++s) {
       const ProgramStep &step = program.steps[s];
       if (step.op != schema::OpKind::Attention)
         continue;
-      INGOT_ASSIGN_OR_RETURN(std::string decode,
-                             attentionStepKernel(contents, p, s, needs, warn));
+      INGOT_ASSIGN_OR_RETURN(std::string decode, attentionStepKernel(contents, p, s, needs));
       if (decode.empty())
         continue;
       if (step.attentionVariant >= 0)
@@ -233,15 +194,10 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     return okStatus();
   const auto start = std::chrono::steady_clock::now();
   const ArtifactContents &contents = writer.contents();
-  std::set<std::string> warned;
-  auto warn = [&](std::string message) {
-    if (warned.insert(message).second)
-      rep.warnings.push_back(std::move(message));
-  };
 
   // 1. The kernels each (variant, shape) needs, and which steps use which decode kernel.
   AttentionKernelNeeds needs;
-  INGOT_RETURN_IF_ERROR(collectAttentionKernels(contents, needs, warn));
+  INGOT_RETURN_IF_ERROR(collectAttentionKernels(contents, needs));
   std::vector<PendingKernel> &pending = needs.pending;
   const auto &links = needs.links;
   const auto &variantsWithKernels = needs.variantsWithKernels;

@@ -41,16 +41,17 @@ struct CudaKernelReport {
   /// attention kernel is one unit, the fused kernels of an element type share one).
   size_t compiles = 0;
   double seconds = 0.0;
-  /// Attention shapes without kernels (their steps stay CPU-only) and cache trouble, each
-  /// once.
+  /// Attention shapes without kernels (their steps stay CPU-only; from the module's
+  /// selection) and cache trouble, each once.
   std::vector<std::string> warnings;
 };
 
-/// Adds the attention kernels of every attention step in every program of `writer` and
-/// links them: the step's `kernel` is its decode kernel, the variant's `device_function` is
-/// the struct name in the kernels' symbols; combine, prefill and block-mask kernels are
-/// found by name. A shape the kernels cannot take (head dim, GQA ratio, element type) is a
-/// warning and its steps keep kernel -1. Fails on an NVRTC error or a malformed step.
+/// Adds the attention kernels ingot-select-kernels chose (each attention step's
+/// `kernelName`) and links them: the step's `kernel` is its decode kernel, the variant's
+/// `device_function` is the struct name in the kernels' symbols; combine, prefill and
+/// block-mask kernels are found by name. Steps without a kernel name stay CPU-only (kernel
+/// -1). Fails on an NVRTC error, a malformed step, or a step whose shape does not give the
+/// kernel it names.
 Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
                            CudaKernelReport *report);
 

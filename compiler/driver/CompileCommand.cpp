@@ -18,6 +18,7 @@
 #include "compiler/driver/FusedKernels.h"
 #include "compiler/driver/QuantKernels.h"
 #include "compiler/driver/W8a8Kernels.h"
+#include "compiler/transforms/KernelSelection.h"
 #include "compiler/driver/Calibration.h"
 #include "compiler/driver/CompileUsage.h"
 #include "compiler/driver/SourceAnnotations.h"
@@ -412,6 +413,7 @@ int CompileRun::runPipeline() {
   pipeline.quantGroupSize = quantGroupSize;
   pipeline.quantSkip = options.quantSkip;
   pipeline.tensorParallel = options.tensorParallel;
+  pipeline.cudaTargets = cudaTargets;
   const std::vector<std::string> stages = pipelineStageNames(pipeline);
   std::string emitAfter = options.emitMlir == "final" ? stages[stages.size() - 2] : options.emitMlir;
   if (!options.emitMlir.empty() &&
@@ -442,6 +444,16 @@ int CompileRun::runPipeline() {
   return kContinue;
 }
 
+/// The fused kernels of `selection`, as the kernel stage takes them.
+FusedKernelSelection fusedKernelSelection(const KernelSelection &selection) {
+  FusedKernelSelection fused;
+  for (const std::string &type : selection.fusedTypes)
+    fused.dtypes.push_back(type == "bf16" ? codegen::AttentionDtype::kBF16
+                                          : codegen::AttentionDtype::kF32);
+  fused.kvWriteFp8 = selection.fusedKvWriteFp8;
+  return fused;
+}
+
 int CompileRun::lowerAndWrite() {
   lowering.seed = options.seed;
   lowering.quantScales =
@@ -466,14 +478,27 @@ int CompileRun::lowerAndWrite() {
     }
     writer.addProgram(std::move(*draft));
   }
-  const CudaKernelOptions kernelOptions{cudaTargets, codegen::KernelCache::defaultDirectory()};
+  // The kernels ingot-select-kernels chose: attention steps carry their decode kernel's
+  // name from lowering, the fused kernels' types and the attention shapes left to the CPU
+  // are the module's.
+  const KernelSelection selection = readKernelSelection(*module);
+  for (const std::string &why : selection.cpuOnly)
+    kernels.warnings.push_back("no CUDA kernels for " + why +
+                               "; these steps run on the CPU backend only");
+  const CudaKernelOptions kernelOptions{selection.targets,
+                                        codegen::KernelCache::defaultDirectory()};
   Status kernelStatus = addAttentionKernels(writer, kernelOptions, &kernels);
   if (kernelStatus.ok())
-    kernelStatus = addFusedKernels(writer, kernelOptions, &kernels);
+    kernelStatus = addFusedKernels(writer, fusedKernelSelection(selection), kernelOptions,
+                                   &kernels);
+  StatusOr<std::vector<codegen::QuantGemvKernel>> quantKernels =
+      quantGemvKernelsNamed(selection.quantKernels);
   if (kernelStatus.ok())
-    kernelStatus = addQuantKernels(writer, kernelOptions, &kernels);
+    kernelStatus = quantKernels.status();
   if (kernelStatus.ok())
-    kernelStatus = addW8a8Kernels(writer, kernelOptions, &kernels);
+    kernelStatus = addQuantKernels(writer, *quantKernels, kernelOptions, &kernels);
+  if (kernelStatus.ok())
+    kernelStatus = addW8a8Kernels(writer, selection.w8a8Kernels, kernelOptions, &kernels);
   if (!kernelStatus.ok()) {
     err << "ingot compile: error: " << kernelStatus.message() << "\n";
     return 1;
@@ -539,6 +564,13 @@ void CompileRun::printSummary() {
 int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err) {
   CompileRun run(options, out, err);
   return run.run();
+}
+
+std::vector<std::string> compileStageNames() {
+  PipelineOptions everyStage;
+  everyStage.quant = "int4";
+  everyStage.tensorParallel = 2;
+  return pipelineStageNames(everyStage);
 }
 
 } // namespace ingot::compiler

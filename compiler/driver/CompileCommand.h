@@ -86,4 +86,8 @@ struct CompileOptions {
 /// Runs `ingot compile`; returns a process exit code. Diagnostics go to `err`.
 int runCompile(const CompileOptions &options, std::ostream &out, std::ostream &err);
 
+/// What `--emit-mlir=STAGE` may name: "import", every stage a compile can have (quantize
+/// with --quant, shard with --tp), "final".
+std::vector<std::string> compileStageNames();
+
 } // namespace ingot::compiler

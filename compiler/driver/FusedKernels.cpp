@@ -15,29 +15,13 @@ namespace ingot::compiler {
 static_assert(sampling::kSampleThreads == fused::kFusedThreads,
               "every fused KernelDef is launched with kFusedThreads threads");
 
-std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &contents) {
-  bool f32 = false, bf16 = false;
-  for (const Program &program : contents.programs)
-    for (const Buffer &buffer : program.buffers)
-      if (buffer.kind == schema::BufferKind::Activation) {
-        f32 |= buffer.dtype == schema::DType::F32;
-        bf16 |= buffer.dtype == schema::DType::BF16;
-      }
-  std::vector<codegen::AttentionDtype> dtypes;
-  if (f32)
-    dtypes.push_back(codegen::AttentionDtype::kF32);
-  if (bf16)
-    dtypes.push_back(codegen::AttentionDtype::kBF16);
-  return dtypes;
-}
-
-Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
-                       CudaKernelReport *report) {
+Status addFusedKernels(ArtifactWriter &writer, const FusedKernelSelection &selection,
+                       const CudaKernelOptions &options, CudaKernelReport *report) {
   CudaKernelReport local;
   CudaKernelReport &rep = report ? *report : local;
   if (options.targets.empty())
     return okStatus();
-  const std::vector<codegen::AttentionDtype> dtypes = fusedKernelDtypes(writer.contents());
+  const std::vector<codegen::AttentionDtype> &dtypes = selection.dtypes;
   if (dtypes.empty())
     return okStatus();
   const auto start = std::chrono::steady_clock::now();
@@ -51,13 +35,8 @@ Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
     std::string name, source;
   };
   // The fp8 KV write only where a program's KV cache is fp8 (`--kv-dtype fp8`).
-  bool fp8Kv = false;
-  for (const Program &program : writer.contents().programs)
-    for (const Buffer &buffer : program.buffers)
-      fp8Kv |= buffer.kind == schema::BufferKind::KvCache &&
-               buffer.dtype == schema::DType::F8E4M3FN;
   auto wanted = [&](codegen::FusedOp op) {
-    return op != codegen::FusedOp::kKvWriteFp8 || fp8Kv;
+    return op != codegen::FusedOp::kKvWriteFp8 || selection.kvWriteFp8;
   };
   std::vector<Unit> units;
   for (codegen::AttentionDtype dtype : dtypes) {

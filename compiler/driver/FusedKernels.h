@@ -18,22 +18,26 @@
 
 namespace ingot::compiler {
 
-/// The element types the fused kernels are built for: f32 and/or bf16, whichever the
-/// activation buffers of `contents`' programs hold (f32 first). Other activation types
-/// (token ids, fp8) need no fused kernels of their own.
-std::vector<codegen::AttentionDtype> fusedKernelDtypes(const ArtifactContents &contents);
+/// Which fused kernels the artifact carries: what ingot-select-kernels recorded on the
+/// module (KernelSelection), in the kernel stage's terms.
+struct FusedKernelSelection {
+  /// The element types of the programs' activations (f32 first): f32 and/or bf16.
+  std::vector<codegen::AttentionDtype> dtypes;
+  /// A KV cache holds fp8 codes: the f32 fp8 KV write is added.
+  bool kvWriteFp8 = false;
+};
 
 /// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
-/// for each of fusedKernelDtypes that has one (codegen::fusedOpHasEntryPoint), plus the f32
-/// sampling kernel whatever the activations' type (and the f32 fp8 KV write only when a
-/// program's kv_cache buffer is f8E4M3FN), as a KernelDef of 256 threads without dynamic shared memory,
+/// for each of `selection.dtypes` that has one (codegen::fusedOpHasEntryPoint), plus the f32
+/// sampling kernel whatever the activations' type (and the f32 fp8 KV write only with
+/// `selection.kvWriteFp8`), as a KernelDef of 256 threads without dynamic shared memory,
 /// whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once
 /// (docs/artifact-format.md, "Fused kernels"). The runtime finds them by name; no step links
 /// them. Adds to `report` (kernels, compiles, seconds); fails on an NVRTC error or when a
 /// kernel of the same name is already in the artifact.
-Status addFusedKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
-                       CudaKernelReport *report);
+Status addFusedKernels(ArtifactWriter &writer, const FusedKernelSelection &selection,
+                       const CudaKernelOptions &options, CudaKernelReport *report);
 
 } // namespace ingot::compiler

@@ -1,7 +1,7 @@
 //===- FusedKernelsTest.cpp - the fused kernels stage of the compile driver ---===//
 //
-// Which element types get fused kernels (from the programs' activation buffers), that each
-// entry point becomes a 256-thread KernelDef with its unit's binaries for every target,
+// That each selected element type's entry points (ingot-select-kernels chooses the types:
+// test/lit/transforms/select-kernels.mlir) become a 256-thread KernelDef with its unit's binaries for every target,
 // and that adding them twice is refused, naming the kernel. Compiles with NVRTC (about 1 s)
 // where the build has it.
 //
@@ -25,31 +25,11 @@ Program programWith(std::vector<std::pair<schema::BufferKind, schema::DType>> bu
   return p;
 }
 
-TEST(FusedKernels, ElementTypesComeFromActivationBuffersOnly) {
-  ArtifactWriter none;
-  none.addProgram(programWith({{schema::BufferKind::Input, schema::DType::I32},
-                               {schema::BufferKind::Output, schema::DType::F32},
-                               {schema::BufferKind::KvCache, schema::DType::BF16}}));
-  EXPECT_TRUE(fusedKernelDtypes(none.contents()).empty());
-
-  ArtifactWriter bf16;
-  bf16.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16},
-                               {schema::BufferKind::Output, schema::DType::F32}}));
-  EXPECT_EQ(fusedKernelDtypes(bf16.contents()), std::vector<AttentionDtype>{AttentionDtype::kBF16});
-
-  ArtifactWriter both;  // a draft program in f32 beside a bf16 main program
-  both.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16}}));
-  both.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
-                               {schema::BufferKind::Activation, schema::DType::I32}}));
-  EXPECT_EQ(fusedKernelDtypes(both.contents()),
-            (std::vector<AttentionDtype>{AttentionDtype::kF32, AttentionDtype::kBF16}));
-}
-
 TEST(FusedKernels, NoTargetsAddNothing) {
   ArtifactWriter writer;
   writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32}}));
   CudaKernelReport report;
-  ASSERT_TRUE(addFusedKernels(writer, {{}, ""}, &report).ok());
+  ASSERT_TRUE(addFusedKernels(writer, {{AttentionDtype::kF32}}, {{}, ""}, &report).ok());
   EXPECT_TRUE(writer.contents().kernels.empty());
   EXPECT_EQ(report.kernels, 0u);
 }
@@ -61,8 +41,9 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
   writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
                                  {schema::BufferKind::Activation, schema::DType::BF16}}));
   const CudaKernelOptions options{{"sm_90a", "compute_80"}, ""};  // no cache: real compiles
+  const FusedKernelSelection selection{{AttentionDtype::kF32, AttentionDtype::kBF16}};
   CudaKernelReport report;
-  Status s = addFusedKernels(writer, options, &report);
+  Status s = addFusedKernels(writer, selection, options, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   // The f32 unit has every op but the fp8 KV write (no fp8 KV cache here), the bf16 unit
   // every op but the f32-only sampling kernel.
@@ -98,7 +79,7 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
   }
   EXPECT_NE(kernels[0].binaries[1].data, kernels[numF32].binaries[1].data);
 
-  s = addFusedKernels(writer, options, &report);
+  s = addFusedKernels(writer, selection, options, &report);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("kernel ingot_fused_rms_norm_residual_f32 is already in the "
                              "artifact"),
@@ -113,7 +94,7 @@ TEST(FusedKernels, Bf16OnlyArtifactStillGetsTheF32SamplingKernel) {
   ArtifactWriter writer;
   writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::BF16}}));
   CudaKernelReport report;
-  Status s = addFusedKernels(writer, {{"compute_80"}, ""}, &report);
+  Status s = addFusedKernels(writer, {{AttentionDtype::kBF16}}, {{"compute_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   const std::vector<Kernel> &kernels = writer.contents().kernels;
   ASSERT_FALSE(kernels.empty());
@@ -137,7 +118,8 @@ TEST(FusedKernels, AnFp8KvCacheBringsTheFp8KvWriteIntoTheF32Unit) {
   writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
                                  {schema::BufferKind::KvCache, schema::DType::F8E4M3FN}}));
   CudaKernelReport report;
-  Status s = addFusedKernels(writer, {{"compute_80"}, ""}, &report);
+  Status s = addFusedKernels(writer, {{AttentionDtype::kF32}, /*kvWriteFp8=*/true},
+                             {{"compute_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   const std::vector<Kernel> &kernels = writer.contents().kernels;
   ASSERT_EQ(kernels.size(), codegen::allFusedOps().size());

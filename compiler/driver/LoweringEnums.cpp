@@ -46,6 +46,7 @@ schema::OpKind stepKind(mlir::Operation *op) {
   return llvm::StringSwitch<schema::OpKind>(op->getName().getStringRef())
       .Case("ingot.embedding", schema::OpKind::Embedding)
       .Case("ingot.rms_norm", schema::OpKind::RmsNorm)
+      .Case("ingot.add_rms_norm", schema::OpKind::AddRmsNorm)
       .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
       .Case("ingot.linear", schema::OpKind::Linear)
       .Case("ingot.rope", schema::OpKind::Rope)

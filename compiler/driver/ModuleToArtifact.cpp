@@ -10,7 +10,8 @@
 #include "compiler/driver/QuantizedTensors.h"
 #include "compiler/driver/RandomWeights.h"
 #include "compiler/driver/ShardedTensors.h"
-#include "compiler/driver/StepFunctions.h"
+#include "compiler/transforms/KernelSelection.h"
+#include "compiler/transforms/StepFunctions.h"
 #include "core/artifact/dtype_info.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,23 +30,6 @@ using mlir::success;
 
 /// Largest magnitude of random weights; keeps activations of deep random models finite.
 constexpr float kRandomWeightAmplitude = 0.05f;
-
-/// The serving-step function's arguments, in order; the runtime binds them by position.
-/// rank -1 marks the KV cache.
-struct StepInput {
-  const char *name;
-  int rank;
-};
-constexpr std::array<StepInput, 8> kStepInputs = {{
-    {"tokens", 1},       // token ids of every new token, all requests concatenated
-    {"positions", 1},    // rope position of each new token
-    {"kv_cache", -1},    // the paged KV pool
-    {"block_tables", 2}, // [request, logical block] -> physical block
-    {"seq_lens", 1},     // KV length of each request after this step
-    {"query_start", 1},  // CSR offsets of each request's new tokens (requests + 1)
-    {"slot_mapping", 1}, // KV slot each new token is written to
-    {"logit_rows", 1},   // which token rows produce logits
-}};
 
 /// Walks the serving-step function and fills the writer.
 class ArtifactLowering {
@@ -431,76 +415,44 @@ private:
     }
   }
 
-  /// Lowers the attention op's regions to bytecode; identical variants are shared.
+  /// The attention op's variant: the one ingot-specialize-attention named, its regions
+  /// lowered to bytecode; ops of the same name share it (and must have the same regions).
   mlir::FailureOr<int32_t> lowerAttentionVariant(mlir::ingot::AttentionOp op) {
     if (!op.hasMask() && !op.hasScore())
       return -1;
+    auto name = op->getAttrOfType<mlir::StringAttr>(kVariantAttr);
+    if (!name)
+      return op.emitError("attention regions without a variant name (ingot.variant); the "
+                          "ingot-specialize-attention pass names them");
     llvm::SmallVector<mlir::Type> extraTypes;
     for (mlir::Value v : op.getExtra())
       extraTypes.push_back(v.getType());
     AttentionVariant variant;
+    variant.name = name.str();
     if (op.hasMask()) {
-      auto bytes = ingot::emitRegionBytecode(op.getMask(), RegionKind::kMask,
-                                               extraTypes);
+      auto bytes = ingot::emitRegionBytecode(op.getMask(), RegionKind::kMask, extraTypes);
       if (failed(bytes))
         return failure();
       variant.maskBytecode = std::move(*bytes);
     }
     if (op.hasScore()) {
-      auto bytes = ingot::emitRegionBytecode(op.getScore(),
-                                               RegionKind::kScore, extraTypes);
+      auto bytes = ingot::emitRegionBytecode(op.getScore(), RegionKind::kScore, extraTypes);
       if (failed(bytes))
         return failure();
       variant.scoreBytecode = std::move(*bytes);
     }
-    auto key = std::make_pair(variant.maskBytecode, variant.scoreBytecode);
-    auto it = variantOf.find(key);
-    if (it != variantOf.end())
+    if (auto it = variantOf.find(variant.name); it != variantOf.end()) {
+      const AttentionVariant &named = writer.contents().attentionVariants.at(it->second);
+      if (named.maskBytecode != variant.maskBytecode ||
+          named.scoreBytecode != variant.scoreBytecode)
+        return op.emitError() << "attention variant '" << variant.name
+                              << "' names different regions in two ops";
       return it->second;
-    variant.name = "variant" + std::to_string(variantOf.size());
-    int32_t index = writer.addAttentionVariant(std::move(variant));
-    variantOf.emplace(std::move(key), index);
-    return index;
-  }
-
-  /// Checks the serving-step signature the runtime relies on (see kStepInputs).
-  mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func) {
-    mlir::FunctionType type = func.getFunctionType();
-    if (type.getNumInputs() < kStepInputs.size())
-      return func.emitError() << "a serving step takes at least " << kStepInputs.size()
-                              << " arguments (tokens, positions, cache, block_tables, "
-                                 "seq_lens, query_start, slot_mapping, logit_rows), found "
-                              << type.getNumInputs();
-    // Arguments after the eight are extra inputs of attention regions (tree masks,
-    // document ids): tensors the regions can load.
-    for (unsigned i = kStepInputs.size(); i < type.getNumInputs(); ++i)
-      if (!llvm::isa<mlir::RankedTensorType>(type.getInput(i)))
-        return func.emitError() << "serving-step argument " << i
-                                << " (an extra attention input) must be a ranked tensor, found "
-                                << type.getInput(i);
-    for (auto [i, input] : llvm::enumerate(kStepInputs)) {
-      mlir::Type t = type.getInput(i);
-      bool ok;
-      if (input.rank < 0) {
-        ok = llvm::isa<mlir::ingot::KvCacheType>(t);
-      } else {
-        auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(t);
-        ok = ranked && ranked.getRank() == input.rank &&
-             ranked.getElementType().isSignlessInteger(32);
-      }
-      if (!ok)
-        return func.emitError() << "serving-step argument " << i << " ('" << input.name
-                                << "') must be "
-                                << (input.rank < 0 ? "an !ingot.kv_cache"
-                                    : input.rank == 1 ? "a tensor<?xi32>"
-                                                      : "a tensor<?x?xi32>")
-                                << ", found " << t;
     }
-    if (type.getNumResults() != 2 ||
-        !llvm::isa<mlir::RankedTensorType>(type.getResult(0)) ||
-        !llvm::isa<mlir::ingot::KvCacheType>(type.getResult(1)))
-      return func.emitError("a serving step returns (logits, updated kv cache)");
-    return success();
+    const std::string key = variant.name;
+    int32_t index = writer.addAttentionVariant(std::move(variant));
+    variantOf.emplace(key, index);
+    return index;
   }
 
   mlir::LogicalResult lowerProgram(mlir::func::FuncOp func, Program &program) {
@@ -509,12 +461,12 @@ private:
     for (mlir::BlockArgument arg : func.getArguments()) {
       const unsigned i = arg.getArgNumber();
       std::string name;
-      if (i < kStepInputs.size())
-        name = kStepInputs[i].name;
+      if (i < kNumStepInputs)
+        name = stepInputName(i);
       else if (auto attr = func.getArgAttrOfType<mlir::StringAttr>(i, "ingot.input_name"))
         name = attr.str();
       else
-        name = "extra" + std::to_string(i - kStepInputs.size());
+        name = "extra" + std::to_string(i - kNumStepInputs);
       addBuffer(program, arg, std::move(name), schema::BufferKind::Input);
     }
     for (mlir::Operation &op : func.getBody().front()) {
@@ -554,6 +506,8 @@ private:
         }
         std::string name = op.getName().stripDialect().str() + "." +
                            std::to_string(program.steps.size());
+        if (op.getNumResults() > 1)  // add_rms_norm: the sum and the normalized rows
+          name += "." + std::to_string(r.getResultNumber());
         step.outputs.push_back(addBuffer(program, r, name, schema::BufferKind::Activation));
       }
       lowerParams(&op, step);
@@ -562,6 +516,8 @@ private:
         if (failed(variant))
           return failure();
         step.attentionVariant = *variant;
+        if (auto kernel = attn->getAttrOfType<mlir::StringAttr>(kCudaKernelAttr))
+          step.kernelName = kernel.str();
       }
       program.steps.push_back(std::move(step));
     }
@@ -581,7 +537,8 @@ private:
   llvm::DenseMap<mlir::Value, int32_t> tensorOf;
   std::shared_ptr<size_t> tensorsWritten = std::make_shared<size_t>(0);
   llvm::DenseMap<mlir::Value, int32_t> bufferOf;
-  std::map<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>, int32_t> variantOf;
+  /// Variant index by name.
+  std::map<std::string, int32_t> variantOf;
 };
 
 } // namespace

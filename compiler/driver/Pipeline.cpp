@@ -38,6 +38,17 @@ std::vector<PipelineStage> compilePipelineStages(const PipelineOptions &options)
                         pm.addPass(createShardTensorParallel(shard));
                       }});
   }
+  stages.push_back({"fuse", [](mlir::OpPassManager &pm) {
+                      pm.addPass(createFuseElementwise());
+                    }});
+  stages.push_back({"specialize-attention", [](mlir::OpPassManager &pm) {
+                      pm.addPass(createSpecializeAttention());
+                    }});
+  SelectKernelsOptions select;
+  select.targets.assign(options.cudaTargets.begin(), options.cudaTargets.end());
+  stages.push_back({"select-kernels", [select](mlir::OpPassManager &pm) {
+                      pm.addPass(createSelectKernels(select));
+                    }});
   return stages;
 }
 

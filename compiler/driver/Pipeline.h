@@ -22,6 +22,8 @@ struct PipelineOptions {
   std::vector<std::string> quantSkip;
   /// Tensor-parallel ranks (ingot-shard-tensor-parallel); 1 = unsharded.
   int64_t tensorParallel = 1;
+  /// CUDA targets of the kernels (ingot-select-kernels); empty = no kernels.
+  std::vector<std::string> cudaTargets;
 };
 
 /// Registers every dialect an input module may use (ingot, func, arith, math).
@@ -33,9 +35,10 @@ struct PipelineStage {
   std::function<void(mlir::OpPassManager &)> addPasses;
 };
 
-/// The stages a compile with `options` runs, in order: canonicalize, cse, then quantize
-/// (with --quant) and shard (with --tp > 1); fusion, attention specialization and planning
-/// join here as they land.
+/// The stages a compile with `options` runs, in order: canonicalize, cse, quantize (with
+/// --quant), shard (with --tp > 1), fuse (add + rms_norm into one op), specialize-attention
+/// (each distinct mask/score pair named as a variant) and select-kernels (the CUDA kernels
+/// of every step for the targets); step planning joins here when it lands.
 std::vector<PipelineStage> compilePipelineStages(const PipelineOptions &options = {});
 
 /// What `ingot compile --emit-mlir=STAGE` accepts for `options`: "import" (the module as

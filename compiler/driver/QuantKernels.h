@@ -2,7 +2,8 @@
 //
 // The compile stage after the fused kernels that gives an artifact whose programs have
 // quantized linear weights the CUDA backend's fused dequantize-GEMV/GEMM kernels
-// (codegen/cuda/kernels/quant_gemv.cuh) of exactly the formats those weights use. Plain
+// (codegen/cuda/kernels/quant_gemv.cuh) of exactly the formats those weights use, as
+// ingot-select-kernels chose them. Plain
 // C++ (no MLIR).
 //
 //===----------------------------------------------------------------------===//
@@ -17,21 +18,21 @@
 
 namespace ingot::compiler {
 
-/// The quantized GEMV entry points `contents` needs: one per (format, int4 scale type) of the
-/// quantized weights of its programs' linear steps, in codegen::allQuantGemvKernels order.
-/// Fails on a quantized linear weight no kernel reads (a scheme or scale type the runtime's
-/// packed layout does not have), naming the tensor.
+/// The entry points named `names` (codegen::quantGemvKernelName; the module's
+/// `ingot.quant_kernels`, which ingot-select-kernels chose from the quantized linears), in
+/// codegen::allQuantGemvKernels order; fails on a name that is none of them.
 StatusOr<std::vector<codegen::QuantGemvKernel>>
-quantGemvKernelsOf(const ArtifactContents &contents);
+quantGemvKernelsNamed(const std::vector<std::string> &names);
 
-/// Adds those entry points (codegen::quantGemvKernelName) as KernelDefs of
+/// Adds the entry points `kernels` (codegen::quantGemvKernelName) as KernelDefs of
 /// quantgemv::kQuantThreads threads without dynamic shared memory, and beside each its
 /// tensor-core GEMM for prefill (codegen::quantGemmKernelName, quantgemm::kGemmThreads
 /// threads, static shared memory only), whenever `options.targets` is not empty. The entry points of one format come from one NVRTC translation unit per
 /// target (through the kernel cache) and share its binaries, stored once. The runtime finds
 /// them by name; no step links them. Adds to `report`; fails on an NVRTC error or when a
 /// kernel of the same name is already in the artifact.
-Status addQuantKernels(ArtifactWriter &writer, const CudaKernelOptions &options,
-                       CudaKernelReport *report);
+Status addQuantKernels(ArtifactWriter &writer,
+                       const std::vector<codegen::QuantGemvKernel> &kernels,
+                       const CudaKernelOptions &options, CudaKernelReport *report);
 
 } // namespace ingot::compiler

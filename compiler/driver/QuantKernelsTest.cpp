@@ -1,9 +1,8 @@
 //===- QuantKernelsTest.cpp - the quantized GEMV kernels stage of the compile driver ---===//
 //
-// Which entry points an artifact gets (the formats and int4 scale types of its programs'
-// quantized linear weights, nothing for embeddings or unquantized weights), that bad
-// schemes are refused naming the tensor, and that the kernels of one format share their
-// unit's binaries and are added once. Compiles with NVRTC where the build has it.
+// That the selected entry points' names (ingot-select-kernels chooses them from the
+// quantized linears: test/lit/transforms/select-kernels.mlir) give their kernels, and that
+// the kernels of one format share their unit's binaries and are added once. Compiles with NVRTC where the build has it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/QuantKernels.h"
@@ -46,50 +45,21 @@ void addStep(Program &p, schema::OpKind op, int32_t weight) {
   p.steps.push_back(s);
 }
 
-TEST(QuantKernels, EntryPointsFollowTheLinearWeightsFormats) {
-  ArtifactWriter w;
-  Program p;
-  p.name = "main";
-  QuantScheme nv;
-  nv.kind = schema::QuantKind::Nvfp4;
-  nv.blockSize = 16;
-  addStep(p, schema::OpKind::Linear, tensor(w, "a", schema::DType::F4E2M1FN, nv));
-  addStep(p, schema::OpKind::Linear,
-          int4Weight(w, "b", schema::ZeroKind::Zero, schema::DType::BF16));
-  addStep(p, schema::OpKind::Linear, int4Weight(w, "c", schema::ZeroKind::Min, schema::DType::F32));
-  addStep(p, schema::OpKind::Linear, tensor(w, "dense", schema::DType::BF16));
-  // A quantized tensor outside a linear step (not the CPU layout's concern) adds nothing.
-  QuantScheme mx;
-  mx.kind = schema::QuantKind::Mxfp4;
-  addStep(p, schema::OpKind::Embedding, tensor(w, "emb", schema::DType::F4E2M1FN, mx));
-  w.addProgram(p);
-  StatusOr<std::vector<codegen::QuantGemvKernel>> k = quantGemvKernelsOf(w.contents());
+TEST(QuantKernels, NamesGiveTheirEntryPointsInKernelOrder) {
+  StatusOr<std::vector<codegen::QuantGemvKernel>> k = quantGemvKernelsNamed(
+      {"ingot_quant_gemv_nvfp4", "ingot_quant_gemv_int4zero_bf16", "ingot_quant_gemv_int4min_f32"});
   ASSERT_TRUE(k.ok()) << k.status().message();
   std::vector<std::string> names;
   for (const codegen::QuantGemvKernel &e : *k) names.push_back(codegen::quantGemvKernelName(e));
   EXPECT_EQ(names, (std::vector<std::string>{"ingot_quant_gemv_int4min_f32",
                                              "ingot_quant_gemv_int4zero_bf16",
                                              "ingot_quant_gemv_nvfp4"}));
-}
-
-TEST(QuantKernels, UnreadableSchemesAreRefusedNamingTheTensor) {
-  ArtifactWriter w;
-  Program p;
-  addStep(p, schema::OpKind::Linear, int4Weight(w, "odd", schema::ZeroKind::Min, schema::DType::I8));
-  w.addProgram(p);
-  StatusOr<std::vector<codegen::QuantGemvKernel>> k = quantGemvKernelsOf(w.contents());
+  k = quantGemvKernelsNamed({"ingot_quant_gemv_int4min_i8"});
   ASSERT_FALSE(k.ok());
-  EXPECT_NE(k.status().message().find("'odd'"), std::string::npos) << k.status().message();
-  EXPECT_NE(k.status().message().find("f16, bf16 or f32"), std::string::npos);
-
-  ArtifactWriter w2;
-  Program p2;
-  addStep(p2, schema::OpKind::Linear,
-          int4Weight(w2, "nozero", schema::ZeroKind::None, schema::DType::F16));
-  w2.addProgram(p2);
-  k = quantGemvKernelsOf(w2.contents());
-  ASSERT_FALSE(k.ok());
-  EXPECT_NE(k.status().message().find("'nozero'"), std::string::npos) << k.status().message();
+  EXPECT_NE(k.status().message().find("'ingot_quant_gemv_int4min_i8' is not a quantized GEMV "
+                                      "kernel"),
+            std::string::npos)
+      << k.status().message();
 }
 
 TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
@@ -98,13 +68,16 @@ TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
   addStep(p, schema::OpKind::Linear, int4Weight(w, "a", schema::ZeroKind::Zero, schema::DType::F16));
   addStep(p, schema::OpKind::Linear, int4Weight(w, "b", schema::ZeroKind::Zero, schema::DType::F32));
   w.addProgram(p);
+  StatusOr<std::vector<codegen::QuantGemvKernel>> selected = quantGemvKernelsNamed(
+      {"ingot_quant_gemv_int4zero_f16", "ingot_quant_gemv_int4zero_f32"});
+  ASSERT_TRUE(selected.ok());
   CudaKernelReport none;
-  ASSERT_TRUE(addQuantKernels(w, {{}, ""}, &none).ok());
+  ASSERT_TRUE(addQuantKernels(w, *selected, {{}, ""}, &none).ok());
   EXPECT_TRUE(w.contents().kernels.empty());
   if (!cudaCodegenAvailable())
     GTEST_SKIP() << "this build has no NVRTC";
   CudaKernelReport report;
-  Status s = addQuantKernels(w, {{"sm_80"}, ""}, &report);
+  Status s = addQuantKernels(w, *selected, {{"sm_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   // Per entry point a GEMV and its tensor-core GEMM, all four from one unit.
   ASSERT_EQ(w.contents().kernels.size(), 4u);
@@ -123,7 +96,7 @@ TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
   EXPECT_EQ(a.binaries[0].target, "sm_80");
   EXPECT_EQ(a.binaries[0].data, b.binaries[0].data);
   EXPECT_EQ(a.binaries[0].data, ks[3].binaries[0].data);
-  s = addQuantKernels(w, {{"sm_80"}, ""}, nullptr);
+  s = addQuantKernels(w, *selected, {{"sm_80"}, ""}, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ingot_quant_gemv_int4zero_f16 is already in the artifact"),
             std::string::npos)

@@ -10,26 +10,11 @@
 
 namespace ingot::compiler {
 
-bool hasFp8Linears(const ArtifactContents &contents) {
-  for (const Program &program : contents.programs)
-    for (const ProgramStep &step : program.steps) {
-      if (step.op != schema::OpKind::Linear || step.weights.empty())
-        continue;
-      const int32_t t = step.weights[0];
-      if (t < 0 || static_cast<size_t>(t) >= contents.tensors.size())
-        continue;
-      const schema::QuantKind kind = contents.tensors[t].quant.kind;
-      if (kind == schema::QuantKind::PerTensor || kind == schema::QuantKind::PerChannel)
-        return true;
-    }
-  return false;
-}
-
-Status addW8a8Kernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+Status addW8a8Kernels(ArtifactWriter &writer, bool selected, const CudaKernelOptions &options,
                       CudaKernelReport *report) {
   CudaKernelReport local;
   CudaKernelReport &rep = report ? *report : local;
-  if (options.targets.empty() || !hasFp8Linears(writer.contents()))
+  if (options.targets.empty() || !selected)
     return okStatus();
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> names = codegen::w8a8KernelNames();

@@ -14,16 +14,13 @@
 
 namespace ingot::compiler {
 
-/// Whether a linear step of `contents`' programs has an fp8 (per-tensor or per-channel)
-/// weight.
-bool hasFp8Linears(const ArtifactContents &contents);
-
 /// Adds codegen::w8a8KernelNames() as KernelDefs of w8a8::kW8a8Threads threads without
 /// dynamic shared memory, from one NVRTC translation unit per target (through the kernel
-/// cache), when the programs have fp8 linears and `options.targets` is not empty. The
+/// cache), when `selected` (ingot-select-kernels found an fp8 linear: the module's
+/// `ingot.w8a8_kernels`) and `options.targets` is not empty. The
 /// runtime finds them by name; without them it runs fp8 weight-only. Adds to `report`;
 /// fails on an NVRTC error or when a kernel of the same name is already in the artifact.
-Status addW8a8Kernels(ArtifactWriter &writer, const CudaKernelOptions &options,
+Status addW8a8Kernels(ArtifactWriter &writer, bool selected, const CudaKernelOptions &options,
                       CudaKernelReport *report);
 
 } // namespace ingot::compiler

@@ -1,7 +1,8 @@
 //===- W8a8KernelsTest.cpp - the W8A8 FP8 kernels stage of the compile driver ---===//
 //
-// An artifact gets the W8A8 quantizer and epilogue exactly when a linear step has an fp8
-// weight (per-channel or per-tensor), from one unit whose binaries both share, once.
+// An artifact gets the W8A8 quantizer and epilogue when selected (ingot-select-kernels
+// selects them for fp8 linear weights: test/lit/transforms/select-kernels.mlir), from one
+// unit whose binaries both share, once.
 // Compiles with NVRTC where the build has it.
 //
 //===----------------------------------------------------------------------===//
@@ -31,25 +32,11 @@ void addStep(Program &p, schema::OpKind op, int32_t weight) {
   p.steps.push_back(s);
 }
 
-TEST(W8a8Kernels, OnlyFp8LinearWeightsAskForThem) {
-  ArtifactWriter dense;
-  Program p;
-  addStep(p, schema::OpKind::Linear, tensor(dense, "w", schema::DType::BF16));
-  // An fp8 tensor outside a linear step does not count.
-  addStep(p, schema::OpKind::Embedding,
-          tensor(dense, "emb", schema::DType::F8E4M3FN, schema::QuantKind::PerChannel));
-  dense.addProgram(p);
-  EXPECT_FALSE(hasFp8Linears(dense.contents()));
+TEST(W8a8Kernels, OnlyWhenSelected) {
+  ArtifactWriter w;
   CudaKernelReport report;
-  ASSERT_TRUE(addW8a8Kernels(dense, {{"sm_90a"}, ""}, &report).ok());
-  EXPECT_TRUE(dense.contents().kernels.empty());
-  for (schema::QuantKind kind : {schema::QuantKind::PerChannel, schema::QuantKind::PerTensor}) {
-    ArtifactWriter w;
-    Program q;
-    addStep(q, schema::OpKind::Linear, tensor(w, "w", schema::DType::F8E4M3FN, kind));
-    w.addProgram(q);
-    EXPECT_TRUE(hasFp8Linears(w.contents())) << schema::EnumNameQuantKind(kind);
-  }
+  ASSERT_TRUE(addW8a8Kernels(w, /*selected=*/false, {{"sm_90a"}, ""}, &report).ok());
+  EXPECT_TRUE(w.contents().kernels.empty());
 }
 
 TEST(W8a8Kernels, QuantizerAndProducerUnitsAreAddedOnce) {
@@ -58,12 +45,12 @@ TEST(W8a8Kernels, QuantizerAndProducerUnitsAreAddedOnce) {
   addStep(p, schema::OpKind::Linear,
           tensor(w, "w", schema::DType::F8E4M3FN, schema::QuantKind::PerChannel));
   w.addProgram(p);
-  ASSERT_TRUE(addW8a8Kernels(w, {{}, ""}, nullptr).ok());
+  ASSERT_TRUE(addW8a8Kernels(w, true, {{}, ""}, nullptr).ok());
   EXPECT_TRUE(w.contents().kernels.empty()) << "no targets, no kernels";
   if (!cudaCodegenAvailable())
     GTEST_SKIP() << "this build has no NVRTC";
   CudaKernelReport report;
-  Status s = addW8a8Kernels(w, {{"sm_90a", "compute_80"}, ""}, &report);
+  Status s = addW8a8Kernels(w, true, {{"sm_90a", "compute_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   const std::vector<Kernel> &ks = w.contents().kernels;
   ASSERT_EQ(ks.size(), 4u);
@@ -82,7 +69,7 @@ TEST(W8a8Kernels, QuantizerAndProducerUnitsAreAddedOnce) {
   EXPECT_EQ(ks[0].binaries[0].data, ks[1].binaries[0].data);
   EXPECT_EQ(ks[2].binaries[0].data, ks[3].binaries[0].data);
   EXPECT_NE(ks[0].binaries[0].data, ks[2].binaries[0].data) << "the producers are a unit apart";
-  s = addW8a8Kernels(w, {{"sm_90a"}, ""}, nullptr);
+  s = addW8a8Kernels(w, true, {{"sm_90a"}, ""}, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ingot_fp8_quantize_rows is already in the artifact"),
             std::string::npos)

@@ -76,4 +76,64 @@ def ShardTensorParallel : Pass<"ingot-shard-tensor-parallel", "::mlir::ModuleOp"
   ];
 }
 
+def FuseElementwise : Pass<"ingot-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuses a residual add into the rms_norm of its sum";
+  let description = [{
+    Rewrites `%s = ingot.add %r, %x` followed by `%y = ingot.rms_norm %s, %w`
+    into `%s, %y = ingot.add_rms_norm %x, %r, %w`: one step (one pass over
+    the rows, one kernel) instead of two, with the same results bit for bit.
+    In a decoder layer this is the residual add after attention with the
+    post-attention norm, and the one after the MLP with the next layer's input
+    norm (or the final norm). The fused op takes the norm's place, so it fires
+    only when every other use of the sum comes after the norm. Other uses of
+    the sum (the next residual add) read the fused op's `sum` result.
+  }];
+}
+
+def SpecializeAttention : Pass<"ingot-specialize-attention", "::mlir::ModuleOp"> {
+  let summary = "Names each distinct attention variant (mask and score regions)";
+  let description = [{
+    Lowers the `mask` and `score` regions of every `ingot.attention` in the
+    serving steps to region bytecode (codegen/cpu/RegionBytecodeEmitter) and
+    names each distinct (mask, score) pair `variant<N>`, numbered in the order
+    the steps (rank order in a sharded module) first use them. Every attention
+    op with a region gets `ingot.variant = "variant<N>"`; ops whose regions
+    lower to the same bytecode share a name, and the artifact holds each named
+    variant once (its mask and score bytecode, and the struct name of its CUDA
+    kernels). An op without regions is the dense variant and carries no name.
+    Names from an earlier run are recomputed, so the pass can run again on its
+    own output. Fails, with the emitter's message, on a region the bytecode
+    cannot express.
+  }];
+}
+
+def SelectKernels : Pass<"ingot-select-kernels", "::mlir::ModuleOp"> {
+  let summary = "Chooses the CUDA kernels of every step for the compile's targets";
+  let description = [{
+    Records, for the CUDA `targets` (sm_XY[a|f], compute_XY[a|f], simt), which
+    kernels the artifact carries; the kernel stages after lowering compile
+    exactly these and link each step to its kernel by name:
+
+    - the module gets `ingot.cuda_targets` (the targets, in order),
+      `ingot.fused_kernels` (the element types of the fused elementwise
+      kernels: f32 and/or bf16, whichever the steps' intermediate values hold,
+      f32 first) and `ingot.fused_kv_write_fp8` when a KV cache holds
+      f8E4M3FN codes;
+    - each `ingot.attention` gets `ingot.cuda_kernel`, the symbol of its
+      decode kernel (`ingot_decode_<variant>_<type>[_kvfp8]_d<D>_g<G>`, the
+      variant from ingot-specialize-attention or `dense`), or, when no kernel
+      takes its shape, `ingot.cpu_only` saying why (the step then runs on the
+      CPU backend only, and the compile warns).
+
+    Without targets (`--cuda-targets none`, or a build without NVRTC) every
+    such attribute is removed. Fails on a target name it does not know and on
+    an attention op with regions that ingot-specialize-attention has not
+    named.
+  }];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "CUDA targets of the kernels (sm_80, sm_90a, compute_80, simt, ...)">,
+  ];
+}
+
 #endif // INGOT_COMPILER_TRANSFORMS_PASSES_TD

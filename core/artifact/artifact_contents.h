@@ -122,6 +122,9 @@ struct ProgramStep {
   std::vector<int32_t> weights;
   std::vector<Param> params;
   int32_t attentionVariant = -1;
+  /// Compile side only, never written: the kernel the compiler chose for the step
+  /// (ingot-select-kernels), which the kernel stage adds and links as `kernel`.
+  std::string kernelName;
 };
 
 struct Program {

@@ -7,6 +7,11 @@
 namespace ingot {
 namespace {
 
+bool isNorm(schema::OpKind op) {
+  return op == schema::OpKind::RmsNorm || op == schema::OpKind::LayerNorm ||
+         op == schema::OpKind::AddRmsNorm;
+}
+
 int64_t paramOf(const ProgramStep& step, const char* name, int64_t fallback) {
   for (const Param& p : step.params)
     if (p.name == name) return p.i;
@@ -38,7 +43,7 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   size_t cut = main.steps.size();
   for (int guard = 0; guard < 64 && producer.count(buffer); ++guard) {
     const ProgramStep& s = main.steps[producer[buffer]];
-    if (s.op == schema::OpKind::RmsNorm || s.op == schema::OpKind::LayerNorm) {
+    if (isNorm(s.op)) {
       cut = producer[buffer];
       break;
     }
@@ -48,7 +53,7 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   if (cut == main.steps.size())
     return invalidArgument("draft program: layer " + std::to_string(layers) +
                            " does not start with a norm feeding its K projection");
-  const int32_t residual = main.steps[cut].inputs[0];
+  const ProgramStep& start = main.steps[cut];
   // The head: logits, fed by the final norm.
   size_t logits = main.steps.size();
   for (size_t i = 0; i < main.steps.size(); ++i)
@@ -56,9 +61,31 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   if (logits == main.steps.size() || main.steps[logits].inputs.empty() ||
       !producer.count(main.steps[logits].inputs[0]))
     return invalidArgument("draft program: the main program has no logits step fed by a norm");
-  const ProgramStep& finalNorm = main.steps[producer[main.steps[logits].inputs[0]]];
-  if (finalNorm.op != schema::OpKind::RmsNorm && finalNorm.op != schema::OpKind::LayerNorm)
+  const int32_t normed = main.steps[logits].inputs[0];
+  const ProgramStep& finalNorm = main.steps[producer[normed]];
+  if (!isNorm(finalNorm.op))
     return invalidArgument("draft program: the logits step is not fed by a norm");
+
+  // The final norm over the residual stream entering layer `layers`. Where that layer
+  // starts with add_rms_norm, the stream is its sum: the draft runs that add with the
+  // final norm's weight and writes the rows the logits step reads.
+  ProgramStep norm;
+  if (start.op == schema::OpKind::AddRmsNorm) {
+    if (finalNorm.op == schema::OpKind::LayerNorm)
+      return invalidArgument("draft program: layer " + std::to_string(layers) +
+                             " starts with add_rms_norm but the final norm is a layer_norm");
+    norm = start;
+    norm.outputs.at(1) = normed;
+  } else if (finalNorm.op == schema::OpKind::AddRmsNorm) {
+    norm.op = schema::OpKind::RmsNorm;
+    norm.inputs = {start.inputs.at(0)};
+    norm.outputs = {normed};
+  } else {
+    norm = finalNorm;
+    norm.inputs.at(0) = start.inputs.at(0);
+  }
+  norm.weights = finalNorm.weights;
+  norm.params = finalNorm.params;
 
   Program draft;
   draft.name = "draft" + std::to_string(layers);
@@ -67,8 +94,6 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   for (Buffer& b : draft.buffers)
     if (b.kind == schema::BufferKind::KvCache && b.shape.size() == 6) b.shape[1] = layers;
   draft.steps.assign(main.steps.begin(), main.steps.begin() + static_cast<int64_t>(cut));
-  ProgramStep norm = finalNorm;
-  norm.inputs[0] = residual;
   draft.steps.push_back(norm);
   draft.steps.push_back(main.steps[logits]);
   for (int32_t l = 0; l < layers; ++l) draft.layers.push_back(l);

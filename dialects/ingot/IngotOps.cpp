@@ -207,6 +207,14 @@ LogicalResult RmsNormOp::verify() {
   return verifyEpsilon(*this, getEpsilon());
 }
 
+LogicalResult AddRmsNormOp::verify() {
+  if (failed(verifyRows(*this, getInput().getType(), "input")) ||
+      failed(verifyNormParam(*this, getInput().getType(), getWeight().getType(),
+                             "weight")))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon());
+}
+
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyRows(*this, getInput().getType(), "input")) ||
       failed(verifyNormParam(*this, getInput().getType(), getWeight().getType(),

@@ -116,6 +116,28 @@ def Ingot_RmsNormOp : Ingot_Op<"rms_norm",
   let hasVerifier = 1;
 }
 
+def Ingot_AddRmsNormOp : Ingot_Op<"add_rms_norm",
+    [Pure, AllTypesMatch<["input", "residual", "sum", "result"]>]> {
+  let summary = "Residual add fused with the RMS normalization of the sum";
+  let description = [{
+    `sum = residual + input`, then `result = rms_norm(sum) * weight` as
+    `ingot.rms_norm` computes it: the pair `ingot.add` + `ingot.rms_norm` in one
+    pass over the rows. The sum is rounded to the element type before it is
+    normalized, so both results equal the unfused pair's bit for bit.
+    `ingot-fuse-elementwise` makes it from that pair; the backends write the sum
+    in place of the residual where the residual dies here.
+
+    ```mlir
+    %h1, %y = ingot.add_rms_norm %attn_out, %h0, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, Ingot_FloatTensor:$residual,
+                       Ingot_FloatTensor:$weight, F32Attr:$epsilon);
+  let results = (outs Ingot_FloatTensor:$sum, Ingot_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $residual `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
 def Ingot_LayerNormOp : Ingot_Op<"layer_norm",
     [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalization over the feature dimension";

@@ -155,12 +155,22 @@ void addCompileCommand(CLI::App& app, CompileFlags& f) {
                       "CPU, while CUDA kernels are made for the declared type")
       ->check(CLI::IsMember({"f32", "fp8"}));
   compile->add_option("-o,--output", f.output, "Output artifact path");
+  // Every stage a compile can have (quantize with --quant, shard with --tp).
+#ifdef INGOT_HAVE_COMPILER
+  const std::vector<std::string> stageNames = ingot::compiler::compileStageNames();
+#else
+  const std::vector<std::string> stageNames = {"import", "final"};  // compile refuses anyway
+#endif
+  std::string stageList;
+  for (const std::string& name : stageNames)
+    stageList += (stageList.empty() ? "" : ", ") + name +
+                 (name == "quantize" ? " (--quant)" : name == "shard" ? " (--tp)" : "");
   compile->add_option("--emit-mlir", f.emit_mlir,
                       "Print the module after the pass pipeline, or with =STAGE after that "
-                      "stage: import, canonicalize, cse, quantize (--quant), shard (--tp), final")
+                      "stage: " + stageList)
       ->expected(0, 1)
       ->default_str("final")
-      ->check(CLI::IsMember({"import", "canonicalize", "cse", "quantize", "shard", "final"}));
+      ->check(CLI::IsMember(stageNames));
   compile->add_flag("--print-ir-after-all", f.print_ir_after_all,
                     "Print the module after every pass of the pipeline (to stderr)");
   compile->add_flag("--dummy-weights", f.dummy_weights,

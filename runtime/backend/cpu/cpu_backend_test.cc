@@ -13,6 +13,7 @@
 
 #include "core/region/region_examples.h"
 #include "runtime/backend/cpu/half_float.h"
+#include "runtime/backend/cpu/program_plan.h"
 #include "testing/llama_program.h"
 #include "runtime/backend/cpu/weight_store.h"
 #include "testing/step_builder.h"
@@ -231,6 +232,52 @@ TEST(CpuBackendTest, Bf16AndF16ModelsMatchDenseReference) {
     o.weight_dtype = dtype;
     o.seed = 9;
     expectMatchesReference(o, 1e-5, 1e-2);
+  }
+}
+
+TEST(CpuBackendTest, FusedResidualNormsWriteTheSumInPlaceAndGiveTheUnfusedLogits) {
+  LlamaProgramOptions o;
+  o.layers = 3;
+  o.seed = 11;
+  o.draft_layers = 2;  // the early-exit draft ends in the fused add of layer 2
+  const Artifact unfused = openLlama(o);
+  o.fuse_residual_norms = true;
+  const Artifact fused = openLlama(o);
+  // Every residual add but none is fused: 2 per layer, the last with the final norm.
+  WeightStore weights(fused);
+  StatusOr<ProgramPlan> plan = planProgram(fused, weights);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  int fusedSteps = 0;
+  for (const PlannedStep& s : plan->steps) {
+    EXPECT_NE(s.op, schema::OpKind::Add);
+    if (s.op != schema::OpKind::AddRmsNorm) continue;
+    ++fusedSteps;
+    // The residual is read last here, so the sum takes its slot.
+    EXPECT_EQ(plan->buffers[s.outputs[0]].slot, plan->buffers[s.inputs[1]].slot);
+    EXPECT_NE(plan->buffers[s.outputs[1]].slot, plan->buffers[s.outputs[0]].slot);
+  }
+  EXPECT_EQ(fusedSteps, 2 * o.layers);
+
+  std::mt19937 rng(o.seed);
+  const std::vector<int32_t> tokens = randomTokens(19, static_cast<int>(o.vocab), rng);
+  for (int l = 0; l <= static_cast<int>(detectSimdLevel()); ++l)
+  for (int32_t program : {0, 1}) {
+    SCOPED_TRACE(std::string(simdLevelName(static_cast<SimdLevel>(l))) + " program " +
+                 std::to_string(program));
+    CpuBackendOptions opts;
+    opts.num_kv_blocks = 8;
+    opts.simd = static_cast<SimdLevel>(l);
+    opts.program = program;
+    StatusOr<std::unique_ptr<CpuBackend>> a = CpuBackend::create(unfused, opts);
+    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(fused, opts);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << " / " << b.status().message();
+    Sequence sa{tokens, {3, 0, 5}}, sb = sa;
+    for (int count : {18, 1}) {  // a prefill, then a decode step
+      std::vector<float> la, lb;
+      ASSERT_TRUE((*a)->step(makeStep({&sa}, {count}, o.block_size), &la).ok());
+      ASSERT_TRUE((*b)->step(makeStep({&sb}, {count}, o.block_size), &lb).ok());
+      EXPECT_EQ(la, lb) << "add_rms_norm rounds and sums as add, then rms_norm";
+    }
   }
 }
 

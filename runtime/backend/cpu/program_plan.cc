@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/backend/ops/op_definition.h"
 #include "runtime/backend/ops/step_planner.h"
 #include "runtime/dist/communicator.h"
 
@@ -114,21 +115,49 @@ Status planSteps(const Artifact& artifact, WeightStore& weights, const schema::P
   return okStatus();
 }
 
-/// Activation lifetimes -> storage slots: a slot is reused once its buffer's last reader ran.
+/// The input whose storage output `out` of `step` takes over (its definition's in-place
+/// pair, when that input is an activation this step reads last), or -1.
+int32_t inPlaceInput(const ProgramPlan& plan, const PlannedStep& step, size_t s, int32_t out,
+                     const std::vector<int32_t>& lastUse) {
+  const OpDefinition* def = step.definition;
+  if (!def || def->in_place_output < 0 ||
+      static_cast<size_t>(def->in_place_output) >= step.outputs.size() ||
+      static_cast<size_t>(def->in_place_input) >= step.inputs.size() ||
+      step.outputs[def->in_place_output] != out)
+    return -1;
+  const int32_t in = step.inputs[def->in_place_input];
+  const PlannedBuffer& b = plan.buffers[in];
+  const bool readLater = lastUse[in] > static_cast<int32_t>(s);
+  const bool readTwice =
+      std::count(step.inputs.begin(), step.inputs.end(), in) > 1;  // x + x: no in-place
+  if (b.kind != BufferKind::Activation || b.slot < 0 || readLater || readTwice ||
+      b.width != plan.buffers[out].width)
+    return -1;
+  return in;
+}
+
+/// Activation lifetimes -> storage slots: a slot is reused once its buffer's last reader ran,
+/// and an op that updates an input in place (OpDefinition::in_place_output) writes that
+/// output into the input's slot when the input dies at the step.
 void assignSlots(ProgramPlan& plan, const std::vector<int32_t>& lastUse) {
   const size_t numSteps = plan.steps.size();
   std::vector<int32_t> freeSlots;
+  std::vector<int32_t> holder;  // slot -> the buffer that holds it now
   for (size_t s = 0; s < numSteps; ++s) {
     for (int32_t out : plan.steps[s].outputs) {
       PlannedBuffer& b = plan.buffers[out];
       if (b.kind != BufferKind::Activation) continue;
-      if (!freeSlots.empty()) {
+      if (const int32_t in = inPlaceInput(plan, plan.steps[s], s, out, lastUse); in >= 0) {
+        b.slot = plan.buffers[in].slot;
+      } else if (!freeSlots.empty()) {
         b.slot = freeSlots.back();
         freeSlots.pop_back();
       } else {
         b.slot = static_cast<int32_t>(plan.slot_widths.size());
         plan.slot_widths.push_back(0);
+        holder.push_back(-1);
       }
+      holder[b.slot] = out;
       plan.slot_widths[b.slot] = std::max(plan.slot_widths[b.slot], b.width);
     }
     std::vector<int32_t> touched(plan.steps[s].inputs);
@@ -139,7 +168,7 @@ void assignSlots(ProgramPlan& plan, const std::vector<int32_t>& lastUse) {
       const bool dead = lastUse[buf] <= static_cast<int32_t>(s);
       const bool alreadyFree =
           std::find(freeSlots.begin(), freeSlots.end(), b.slot) != freeSlots.end();
-      if (dead && !alreadyFree) freeSlots.push_back(b.slot);
+      if (dead && !alreadyFree && holder[b.slot] == buf) freeSlots.push_back(b.slot);
     }
   }
 }

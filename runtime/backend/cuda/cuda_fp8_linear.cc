@@ -45,8 +45,8 @@ StatusOr<int64_t> minRowsFromEnvironment(int64_t min_rows) {
 }
 
 /// Which W8A8 inputs their producers quantize (Fp8LinearState::produced / produces /
-/// consumes): a W8A8 linear's input buffer made by exactly one step, an rms_norm or a
-/// silu_mul before the linear, as wide as the linear's K. Every W8A8 consumer of such a
+/// consumes): a W8A8 linear's input buffer made by exactly one step, an rms_norm (alone or
+/// after its residual add) or a silu_mul before the linear, as wide as the linear's K. Every W8A8 consumer of such a
 /// buffer then reads the one set of codes; any other input keeps the separate quantizer.
 void planProducedInputs(CudaBackendState& s, Fp8LinearState& st) {
   const ProgramPlan& plan = *s.plan;
@@ -66,9 +66,12 @@ void planProducedInputs(CudaBackendState& s, Fp8LinearState& st) {
     const int j = b >= 0 && static_cast<size_t>(b) < writer.size() ? writer[b] : -1;
     if (j < 0 || static_cast<size_t>(j) >= i) continue;
     const PlannedStep& producer = plan.steps[j];
-    if (producer.op != schema::OpKind::RmsNorm && producer.op != schema::OpKind::SiluMul) continue;
+    if (producer.op != schema::OpKind::RmsNorm && producer.op != schema::OpKind::SiluMul &&
+        producer.op != schema::OpKind::AddRmsNorm)
+      continue;
+    const size_t made = producer.op == schema::OpKind::AddRmsNorm ? 1 : 0;  // the norm's rows
     const PlannedBuffer& buffer = plan.buffers[b];
-    if (producer.outputs.empty() || producer.outputs[0] != b || buffer.slot < 0 ||
+    if (producer.outputs.size() <= made || producer.outputs[made] != b || buffer.slot < 0 ||
         buffer.logit_rows || buffer.width != s.steps[i].K)
       continue;
     int k = st.produces[j];

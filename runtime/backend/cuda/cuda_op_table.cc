@@ -22,6 +22,7 @@ const std::vector<CudaOpDefinition>& cudaOpDefinitions() {
       {OpKind::Logits, nullptr, uploadLinearCuda, enqueueLogitsCuda},
       {OpKind::AllReduce, nullptr, nullptr, enqueueCollectiveCuda},
       {OpKind::AllGather, nullptr, nullptr, enqueueCollectiveCuda},
+      {OpKind::AddRmsNorm, nullptr, uploadRmsNormCuda, enqueueAddRmsNormCuda},
   };
   return table;
 }

@@ -107,6 +107,7 @@ Status enqueueEmbeddingCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
 Status uploadEmbeddingCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status uploadRmsNormCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
+Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);

@@ -1,5 +1,5 @@
 // The CUDA definitions of the ops that run as fused elementwise kernels: embedding,
-// rms_norm, rope and kv_write (one rope + KV-write kernel; fp8 pools have their own write),
+// rms_norm and add_rms_norm (one kernel), rope and kv_write (one rope + KV-write kernel; fp8 pools have their own write),
 // silu_mul and add.
 #include <algorithm>
 
@@ -51,6 +51,33 @@ Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const Devic
     return enqueueFp8RmsNorm(s, l.index, x, gamma, out, dim, eps, T, l.where);
   void* args[] = {&x, &residual, &gamma, &out, &dim, &eps};
   return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (rms_norm)");
+}
+
+Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  CudaBackendState& s = *l.s;
+  const int T = l.tokens();
+  CUdeviceptr x = l.slot(p.inputs[0]), residual = l.slot(p.inputs[1]);
+  CUdeviceptr sum = l.slot(p.outputs[0]), gamma = d.norm, out = l.slot(p.outputs[1]);
+  int dim = static_cast<int>(s.plan->buffers[p.inputs[0]].width);
+  float eps = p.epsilon;
+  if (quantizesOutput(s, l.index, T)) {
+    // The normalized rows feed W8A8 linears: the add, then the norm that writes codes too.
+    long long count = static_cast<long long>(T) * dim;
+    void* args[] = {&residual, &x, &sum, &count};
+    INGOT_RETURN_IF_ERROR(
+        l.launch(s.fused.add, l.strideGrid(count), 1, 1, args, l.where + " (add_rms_norm: add)"));
+    return enqueueFp8RmsNorm(s, l.index, sum, gamma, out, dim, eps, T, l.where);
+  }
+  // The kernel adds x into its residual argument in place: the sum's own slot, holding the
+  // residual first unless the plan already put the sum in the residual's slot.
+  if (sum != residual && T > 0)
+    INGOT_RETURN_IF_ERROR(s.cu->check("cuMemcpyDtoDAsync",
+                                      s.cu->memcpyDtoDAsync(sum, residual,
+                                                            static_cast<size_t>(T) * dim * 4,
+                                                            s.stream))
+                              .withPrefix(l.where));
+  void* args[] = {&x, &sum, &gamma, &out, &dim, &eps};
+  return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (add_rms_norm)");
 }
 
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {

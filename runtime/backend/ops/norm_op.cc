@@ -1,4 +1,5 @@
-// rms_norm and layer_norm over each token row.
+// rms_norm and layer_norm over each token row, and add_rms_norm (a residual add and the
+// rms_norm of its sum).
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/cpu_step.h"
 #include "runtime/backend/ops/op_functions.h"
@@ -33,6 +34,36 @@ Status runNormCpu(CpuStep& cpu, const PlannedStep& s) {
   cpu.rows(D, [&](int64_t t0, int64_t t1) {
     if (layer) layerNormRows(x, s.norm, s.bias, D, s.epsilon, out, t0, t1);
     else rmsNormRows(x, s.norm, D, s.epsilon, out, t0, t1);
+  });
+  return okStatus();
+}
+
+Status planAddRmsNorm(StepPlanner& p, PlannedStep& step) {
+  INGOT_RETURN_IF_ERROR(p.needCounts(2, 2, 1, 1));
+  const int64_t width = p.programPlan().buffers[step.inputs[0]].width;
+  INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[0], 0, "input"));
+  INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[1], width, "residual"));
+  INGOT_RETURN_IF_ERROR(p.needActivation(step.outputs[0], width, "sum"));
+  INGOT_RETURN_IF_ERROR(p.needActivation(step.outputs[1], width, "output"));
+  INGOT_ASSIGN_OR_RETURN(WeightView w, p.weights().dense(p.weight(0)));
+  if (w.elements() != width)
+    return p.fail("weight '" + w.name + "' has " + std::to_string(w.elements()) +
+                  " elements for rows of " + std::to_string(width));
+  INGOT_ASSIGN_OR_RETURN(step.norm, p.weights().asF32(p.weight(0)));
+  step.epsilon = static_cast<float>(
+      p.paramFloat("epsilon", p.artifact().manifest().config()->rms_norm_eps()));
+  return okStatus();
+}
+
+Status runAddRmsNormCpu(CpuStep& cpu, const PlannedStep& s) {
+  const float* x = cpu.buffer(s.inputs[0]);
+  const float* residual = cpu.buffer(s.inputs[1]);
+  float* sum = cpu.buffer(s.outputs[0]);  // may be the residual's own storage
+  float* out = cpu.buffer(s.outputs[1]);
+  const int64_t D = cpu.plan->buffers[s.inputs[0]].width;
+  cpu.rows(D, [&](int64_t t0, int64_t t1) {
+    addRange(residual, x, sum, t0 * D, t1 * D);
+    rmsNormRows(sum, s.norm, D, s.epsilon, out, t0, t1);
   });
   return okStatus();
 }

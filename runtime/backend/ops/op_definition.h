@@ -24,6 +24,10 @@ struct OpDefinition {
   Status (*plan)(StepPlanner& planner, PlannedStep& step);
   /// Runs a planned step on the CPU backend.
   Status (*run_cpu)(CpuStep& cpu, const PlannedStep& step);
+  /// Output `in_place_output` may take the storage of input `in_place_input` when this step
+  /// is that input's last reader (the backends then update it in place); -1: never.
+  int in_place_output = -1;
+  int in_place_input = -1;
 };
 
 /// The definition of `kind`, or null for a kind the runtime does not know.

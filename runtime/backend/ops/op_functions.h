@@ -14,6 +14,8 @@ Status planEmbedding(StepPlanner& p, PlannedStep& step);
 Status runEmbeddingCpu(CpuStep& cpu, const PlannedStep& step);
 Status planNorm(StepPlanner& p, PlannedStep& step);  // rms_norm, layer_norm
 Status runNormCpu(CpuStep& cpu, const PlannedStep& step);
+Status planAddRmsNorm(StepPlanner& p, PlannedStep& step);
+Status runAddRmsNormCpu(CpuStep& cpu, const PlannedStep& step);
 Status planLinear(StepPlanner& p, PlannedStep& step);
 Status runLinearCpu(CpuStep& cpu, const PlannedStep& step);
 Status planLogits(StepPlanner& p, PlannedStep& step);

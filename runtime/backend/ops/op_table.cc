@@ -23,6 +23,8 @@ const std::vector<OpDefinition>& opDefinitions() {
       {OpKind::Logits, planLogits, runLogitsCpu},
       {OpKind::AllReduce, planCollective, runCollectiveCpu},
       {OpKind::AllGather, planCollective, runCollectiveCpu},
+      // The sum (output 0) may overwrite the residual (input 1) when nothing reads it later.
+      {OpKind::AddRmsNorm, planAddRmsNorm, runAddRmsNormCpu, 0, 1},
   };
   return table;
 }

@@ -256,6 +256,15 @@ func.func @f(%x: tensor<?x64xf32>, %w: tensor<32xf32>) {
 
 // -----
 
+// add_rms_norm: weight size
+func.func @f(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{weight has 32 elements but the input has 64 features}}
+  %s, %y = ingot.add_rms_norm %x, %r, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
 // rms_norm: weight rank
 func.func @f(%x: tensor<?x64xf32>, %w: tensor<1x64xf32>) {
   // expected-error @+1 {{expects weight of rank 1, got 'tensor<1x64xf32>'}}

@@ -42,6 +42,13 @@ func.func @norms(%x: tensor<?x64xf32>, %y: tensor<5x64xbf16>) -> (tensor<?x64xf3
   return %n, %l : tensor<?x64xf32>, tensor<5x64xbf16>
 }
 
+// CHECK-LABEL: func.func @add_rms_norm
+func.func @add_rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  // CHECK: %{{.*}}, %{{.*}} = ingot.add_rms_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<?x64xbf16>, tensor<64xbf16>
+  %s, %y = ingot.add_rms_norm %x, %r, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xbf16>, tensor<64xbf16>
+  return %s, %y : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
 // CHECK-LABEL: func.func @linear_plain
 func.func @linear_plain(%x: tensor<?x64xf32>, %xb: tensor<?x64xbf16>) -> (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x128xbf16>) {
   %wq = ingot.weight "q_proj.weight" {handle = 0 : i64} : tensor<64x64xf32>

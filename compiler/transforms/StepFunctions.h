@@ -20,6 +20,17 @@ namespace ingot::compiler {
 /// Empty (after an error on the module or function) when the module has none of these.
 llvm::SmallVector<mlir::func::FuncOp> findStepFunctions(mlir::ModuleOp module);
 
+/// The serving step's first arguments, which the runtime binds by position: tokens,
+/// positions, kv_cache, block_tables, seq_lens, query_start, slot_mapping, logit_rows.
+inline constexpr unsigned kNumStepInputs = 8;
+/// The name of argument `i` < kNumStepInputs ("" beyond).
+const char *stepInputName(unsigned i);
+
+/// Checks the signature the runtime relies on: the eight inputs (the KV cache an
+/// !ingot.kv_cache, the others i32 tensors of their rank), ranked-tensor extra inputs of
+/// attention regions after them, and the results (logits, updated KV cache).
+mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func);
+
 /// How many artifact tensors the steps' `ingot.weight` ops become: with several steps
 /// (ranks), a replicated weight (no `#ingot.shard`) once by name, a sharded one per rank.
 size_t countStepTensors(llvm::ArrayRef<mlir::func::FuncOp> steps);

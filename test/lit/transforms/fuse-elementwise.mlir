@@ -1,0 +1,58 @@
+// ingot-fuse-elementwise fuses each residual add into the rms_norm of its sum, at the
+// norm's place: the sum's other readers (the next residual add) read the fused op's sum.
+// It leaves a pair alone when the sum is read before the norm, and an rms_norm of anything
+// but an add.
+// RUN: ingot-opt %s --split-input-file --ingot-fuse-elementwise | FileCheck %s
+
+// A decoder layer's two residual adds, each followed by a norm.
+// CHECK-LABEL: func.func @layer
+// CHECK-SAME: (%[[H0:.*]]: tensor<?x8xf32>, %[[ATTN:.*]]: tensor<?x8xf32>, %[[MLP:.*]]: tensor<?x8xf32>)
+// CHECK: %[[W1:.*]] = ingot.weight "post_attention_layernorm"
+// CHECK: %[[H1:.*]], %[[Y1:.*]] = ingot.add_rms_norm %[[ATTN]], %[[H0]], %[[W1]] {epsilon = 9.99999974E-6 : f32} : tensor<?x8xf32>, tensor<8xf32>
+// CHECK-NOT: ingot.add
+// CHECK: %[[W2:.*]] = ingot.weight "next_input_layernorm"
+// CHECK: %[[H2:.*]], %[[Y2:.*]] = ingot.add_rms_norm %[[MLP]], %[[H1]], %[[W2]] {epsilon = 9.99999974E-6 : f32}
+// CHECK: return %[[Y1]], %[[H2]], %[[Y2]]
+func.func @layer(%h0: tensor<?x8xf32>, %attn: tensor<?x8xf32>, %mlp: tensor<?x8xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %h1 = ingot.add %h0, %attn : tensor<?x8xf32>
+  %w1 = ingot.weight "post_attention_layernorm" {handle = 0 : i64} : tensor<8xf32>
+  %y1 = ingot.rms_norm %h1, %w1 {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  %h2 = ingot.add %h1, %mlp : tensor<?x8xf32>
+  %w2 = ingot.weight "next_input_layernorm" {handle = 1 : i64} : tensor<8xf32>
+  %y2 = ingot.rms_norm %h2, %w2 {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %y1, %h2, %y2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// The sum is read before the norm: the fused op could not take the norm's place.
+// CHECK-LABEL: func.func @read_before
+// CHECK: ingot.add
+// CHECK: ingot.silu_mul
+// CHECK: ingot.rms_norm
+// CHECK-NOT: ingot.add_rms_norm
+func.func @read_before(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %s = ingot.add %a, %b : tensor<?x8xf32>
+  %m = ingot.silu_mul %s, %b : tensor<?x8xf32>
+  %w = ingot.weight "norm" {handle = 0 : i64} : tensor<8xf32>
+  %y = ingot.rms_norm %s, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %m, %y : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Two norms of one sum: the first takes the add; the second reads the fused op's sum. An
+// rms_norm of a function argument stays.
+// CHECK-LABEL: func.func @two_norms
+// CHECK: %[[S:.*]], %[[Y1:.*]] = ingot.add_rms_norm
+// CHECK-NEXT: %[[Y2:.*]] = ingot.rms_norm %[[S]]
+// CHECK-NEXT: ingot.rms_norm %arg0
+func.func @two_norms(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %w: tensor<8xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %s = ingot.add %a, %b : tensor<?x8xf32>
+  %y1 = ingot.rms_norm %s, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  %y2 = ingot.rms_norm %s, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  %y3 = ingot.rms_norm %a, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %y1, %y2, %y3 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
