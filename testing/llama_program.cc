@@ -153,6 +153,11 @@ class Builder {
                                 DType::F32, {-1, width}});
     return static_cast<int32_t>(program_.buffers.size() - 1);
   }
+  void fuseElementwise() {
+    fuseResidualNorms();
+    fuseRopeKvWrites();
+  }
+
   /// Each add whose sum the next step rms-normalizes, fused with it into add_rms_norm
   /// (outputs: the sum, the normalized rows), as ingot-fuse-elementwise does.
   void fuseResidualNorms() {
@@ -168,6 +173,30 @@ class Builder {
       fused.outputs = {add.outputs[0], norm.outputs[0]};
       steps[i] = std::move(fused);
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i - 1));
+    }
+  }
+
+  /// Each layer's rope (queries), rope (keys) and kv_write, fused into rope_kv_write
+  /// (outputs: rotated queries, rotated keys, the pool), as ingot-fuse-elementwise does.
+  void fuseRopeKvWrites() {
+    std::vector<ProgramStep>& steps = program_.steps;
+    for (size_t i = 2; i < steps.size(); ++i) {
+      const ProgramStep &rq = steps[i - 2], &rk = steps[i - 1], &w = steps[i];
+      if (rq.op != OpKind::Rope || rk.op != OpKind::Rope || w.op != OpKind::KvWrite ||
+          w.inputs[1] != rk.outputs[0])
+        continue;
+      ProgramStep fused;
+      fused.op = OpKind::RopeKvWrite;
+      fused.inputs = {rq.inputs[0], rk.inputs[0], w.inputs[2], rq.inputs[1], w.inputs[0],
+                      w.inputs[3]};
+      fused.outputs = {rq.outputs[0], rk.outputs[0], w.outputs[0]};
+      fused.params = rq.params;
+      for (const Param& p : rk.params)
+        if (p.name == "num_heads") fused.params.push_back({"num_kv_heads", p.i, 0});
+      fused.params.insert(fused.params.end(), w.params.begin(), w.params.end());
+      steps[i] = std::move(fused);
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i - 2),
+                  steps.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 
@@ -460,7 +489,7 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   const int32_t table = o_.tie_embeddings ? embed : weight("lm_head.weight", {o_.vocab, D}, false);
   const int32_t logits = step(OpKind::Logits, {hn, 7}, o_.vocab, {table}, {}, "logits");
   program_.buffers[logits].kind = BufferKind::Output;
-  if (o_.fuse_residual_norms) fuseResidualNorms();
+  if (o_.fuse_elementwise) fuseElementwise();
   StatusOr<Program> draft = Program{};
   if (o_.draft_layers > 0) draft = earlyExitDraftProgram(program_, o_.draft_layers);
   if (!draft.ok()) return draft.status();

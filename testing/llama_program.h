@@ -67,9 +67,10 @@ struct LlamaProgramOptions {
   /// same random draws, so every other tensor is the same too): the quantized model's
   /// dense twin.
   bool dequantized_linears = false;
-  /// Each residual add and the rms_norm right after it as one add_rms_norm step, as
-  /// `ingot compile` writes them (ingot-fuse-elementwise); false: the unfused pair.
-  bool fuse_residual_norms = false;
+  /// The ops `ingot compile` fuses (ingot-fuse-elementwise) as one step each: a residual add
+  /// and the rms_norm right after it (add_rms_norm), a layer's two ropes and its kv_write
+  /// (rope_kv_write); false: the unfused ops.
+  bool fuse_elementwise = false;
   /// > 1: shard the model over this many tensor-parallel ranks as `ingot compile --tp`
   /// does (docs/tensor-parallel.md): one program per rank, sharded tensors per rank. The
   /// full weights are drawn exactly as for tp = 1, so both artifacts hold the same model.

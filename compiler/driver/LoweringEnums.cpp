@@ -47,6 +47,7 @@ schema::OpKind stepKind(mlir::Operation *op) {
       .Case("ingot.embedding", schema::OpKind::Embedding)
       .Case("ingot.rms_norm", schema::OpKind::RmsNorm)
       .Case("ingot.add_rms_norm", schema::OpKind::AddRmsNorm)
+      .Case("ingot.rope_kv_write", schema::OpKind::RopeKvWrite)
       .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
       .Case("ingot.linear", schema::OpKind::Linear)
       .Case("ingot.rope", schema::OpKind::Rope)

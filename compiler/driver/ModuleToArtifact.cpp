@@ -31,6 +31,27 @@ using mlir::success;
 /// Largest magnitude of random weights; keeps activations of deep random models finite.
 constexpr float kRandomWeightAmplitude = 0.05f;
 
+/// The manifest's RoPE summary of a rope op's scaling.
+void summarizeRopeScaling(mlir::ingot::RopeScalingAttr scaling, RopeConfig &rope) {
+  switch (scaling.getKind()) {
+  case mlir::ingot::RopeScalingKind::None:
+    return;
+  case mlir::ingot::RopeScalingKind::Linear:
+    rope.scaling = schema::RopeScalingKind::Linear;
+    break;
+  case mlir::ingot::RopeScalingKind::Llama3:
+    rope.scaling = schema::RopeScalingKind::Llama3;
+    break;
+  case mlir::ingot::RopeScalingKind::Yarn:
+    rope.scaling = schema::RopeScalingKind::Yarn;
+    break;
+  }
+  rope.factor = scaling.getFactor().convertToDouble();
+  rope.lowFreqFactor = scaling.getLowFreqFactor().convertToDouble();
+  rope.highFreqFactor = scaling.getHighFreqFactor().convertToDouble();
+  rope.originalMaxPosition = scaling.getOriginalMaxPosition();
+}
+
 /// Walks the serving-step function and fills the writer.
 class ArtifactLowering {
 public:
@@ -134,29 +155,19 @@ private:
     step.walk([&](mlir::ingot::EmbeddingOp op) {
       config.computeDtype = toDType(op.getResult().getType().getElementType());
     });
-    // The manifest's RoPE summary is the rope ops' own scaling (every layer has the same);
-    // the runtime reads each step's parameters, this is what `ingot inspect` shows.
-    step.walk([&](mlir::ingot::RopeOp op) {
-      mlir::ingot::RopeScalingAttr scaling = op.getScalingAttr();
-      if (!scaling)
-        return mlir::WalkResult::interrupt();
-      switch (scaling.getKind()) {
-      case mlir::ingot::RopeScalingKind::None:
-        return mlir::WalkResult::interrupt();
-      case mlir::ingot::RopeScalingKind::Linear:
-        config.rope.scaling = schema::RopeScalingKind::Linear;
-        break;
-      case mlir::ingot::RopeScalingKind::Llama3:
-        config.rope.scaling = schema::RopeScalingKind::Llama3;
-        break;
-      case mlir::ingot::RopeScalingKind::Yarn:
-        config.rope.scaling = schema::RopeScalingKind::Yarn;
-        break;
-      }
-      config.rope.factor = scaling.getFactor().convertToDouble();
-      config.rope.lowFreqFactor = scaling.getLowFreqFactor().convertToDouble();
-      config.rope.highFreqFactor = scaling.getHighFreqFactor().convertToDouble();
-      config.rope.originalMaxPosition = scaling.getOriginalMaxPosition();
+    // The manifest's RoPE summary is the rope ops' own scaling (every layer has the same;
+    // after fusion they are rope_kv_write ops); the runtime reads each step's parameters,
+    // this is what `ingot inspect` shows.
+    step.walk([&](mlir::Operation *op) {
+      mlir::ingot::RopeScalingAttr scaling;
+      if (auto rope = llvm::dyn_cast<mlir::ingot::RopeOp>(op))
+        scaling = rope.getScalingAttr();
+      else if (auto fused = llvm::dyn_cast<mlir::ingot::RopeKvWriteOp>(op))
+        scaling = fused.getScalingAttr();
+      else
+        return mlir::WalkResult::advance();
+      if (scaling)
+        summarizeRopeScaling(scaling, config.rope);
       return mlir::WalkResult::interrupt();
     });
     writer.setModelConfig(std::move(config));
@@ -498,15 +509,21 @@ private:
       }
       for (mlir::OpResult r : op.getResults()) {
         // kv_write updates the pool in place: its result is the cache operand's buffer.
-        if (auto write = llvm::dyn_cast<mlir::ingot::KvWriteOp>(op)) {
-          int32_t cache = bufferOf.lookup(write.getCache());
+        mlir::Value poolIn;
+        if (auto write = llvm::dyn_cast<mlir::ingot::KvWriteOp>(op))
+          poolIn = write.getCache();
+        else if (auto fused = llvm::dyn_cast<mlir::ingot::RopeKvWriteOp>(op);
+                 fused && r == fused.getResult())
+          poolIn = fused.getCache();
+        if (poolIn) {
+          int32_t cache = bufferOf.lookup(poolIn);
           bufferOf[r] = cache;
           step.outputs.push_back(cache);
           continue;
         }
         std::string name = op.getName().stripDialect().str() + "." +
                            std::to_string(program.steps.size());
-        if (op.getNumResults() > 1)  // add_rms_norm: the sum and the normalized rows
+        if (op.getNumResults() > 1)  // add_rms_norm, rope_kv_write: a name per result
           name += "." + std::to_string(r.getResultNumber());
         step.outputs.push_back(addBuffer(program, r, name, schema::BufferKind::Activation));
       }

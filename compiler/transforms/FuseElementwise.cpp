@@ -1,9 +1,14 @@
 //===- FuseElementwise.cpp - fuse a residual add into its rms_norm --------===//
 //
-// ingot-fuse-elementwise (Passes.td): add + rms_norm -> add_rms_norm.
+// ingot-fuse-elementwise (Passes.td): add + rms_norm -> add_rms_norm; rope (q) + rope (k) +
+// kv_write -> rope_kv_write.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
+
+#include "compiler/transforms/Fusion.h"
+
+#include <optional>
 
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/IR/Builders.h"
@@ -18,7 +23,11 @@ namespace {
 
 using mlir::ingot::AddOp;
 using mlir::ingot::AddRmsNormOp;
+using mlir::ingot::AttentionOp;
+using mlir::ingot::KvWriteOp;
 using mlir::ingot::RmsNormOp;
+using mlir::ingot::RopeKvWriteOp;
+using mlir::ingot::RopeOp;
 
 /// The add whose sum `norm` normalizes, when the fused op can take the norm's place: the
 /// add is in the norm's block and every other use of its sum comes after the norm.
@@ -34,6 +43,72 @@ AddOp fusableAdd(RmsNormOp norm) {
       return nullptr;
   }
   return add;
+}
+
+/// Whether every use of `op`'s results other than `except` comes after `anchor` in its block.
+bool usedOnlyAfter(mlir::Operation *op, mlir::Operation *anchor, mlir::Operation *except) {
+  for (mlir::Operation *user : op->getUsers()) {
+    if (user == except)
+      continue;
+    mlir::Operation *inBlock = anchor->getBlock()->findAncestorOpInBlock(*user);
+    if (!inBlock || !anchor->isBeforeInBlock(inBlock))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `v` is available at `anchor`: a block argument or the result of an earlier op of
+/// its block.
+bool definedBefore(mlir::Value v, mlir::Operation *anchor) {
+  mlir::Operation *def = v.getDefiningOp();
+  if (!def)
+    return v.getParentBlock() == anchor->getBlock();
+  return def->getBlock() == anchor->getBlock() && def->isBeforeInBlock(anchor);
+}
+
+/// The layer's three ops around `write`: the rope of its keys (read by nothing else) and
+/// the rope of the queries that an attention over the written cache reads, both with the
+/// same positions, theta and scaling; the fused op takes the write's place.
+struct RopeKvTriple {
+  RopeOp query, key;
+  KvWriteOp write;
+};
+std::optional<RopeKvTriple> fusableRopeKv(KvWriteOp write) {
+  auto key = write.getKey().getDefiningOp<RopeOp>();
+  if (!key || !key->hasOneUse() || key->getBlock() != write->getBlock() ||
+      write.getValue() == key.getResult())
+    return std::nullopt;
+  for (mlir::Operation *user : write.getResult().getUsers()) {
+    auto attention = llvm::dyn_cast<AttentionOp>(user);
+    if (!attention || attention.getCache() != write.getResult())
+      continue;
+    auto query = attention.getQuery().getDefiningOp<RopeOp>();
+    if (!query || query == key || query->getBlock() != write->getBlock() ||
+        query.getPositions() != key.getPositions() || query.getHeadDim() != key.getHeadDim() ||
+        query.getThetaAttr() != key.getThetaAttr() || query.getScalingAttr() != key.getScalingAttr())
+      continue;
+    if (!usedOnlyAfter(query, write, nullptr) || !definedBefore(query.getInput(), write) ||
+        !definedBefore(key.getInput(), write))
+      continue;
+    return RopeKvTriple{query, key, write};
+  }
+  return std::nullopt;
+}
+
+void fuseRopeKv(RopeKvTriple t) {
+  mlir::OpBuilder b(t.write);
+  auto fused = RopeKvWriteOp::create(
+      b, t.write.getLoc(), t.query.getResult().getType(), t.key.getResult().getType(),
+      t.write.getResult().getType(), t.query.getInput(), t.key.getInput(), t.write.getValue(),
+      t.key.getPositions(), t.write.getCache(), t.write.getSlotMapping(),
+      t.query.getNumHeadsAttr(), t.key.getNumHeadsAttr(), t.key.getHeadDimAttr(),
+      t.key.getThetaAttr(), t.key.getScalingAttr(), t.write.getLayerAttr());
+  t.write.getResult().replaceAllUsesWith(fused.getResult());
+  t.write.erase();
+  t.key.getResult().replaceAllUsesWith(fused.getRotatedKey());
+  t.key.erase();
+  t.query.getResult().replaceAllUsesWith(fused.getRotatedQuery());
+  t.query.erase();
 }
 
 class FuseElementwisePass : public impl::FuseElementwiseBase<FuseElementwisePass> {
@@ -56,8 +131,47 @@ public:
       add.getResult().replaceAllUsesWith(fused.getSum());
       add.erase();
     }
+    llvm::SmallVector<RopeKvTriple> triples;
+    getOperation().walk([&](KvWriteOp write) {
+      if (std::optional<RopeKvTriple> t = fusableRopeKv(write))
+        triples.push_back(*t);
+    });
+    for (RopeKvTriple t : triples)
+      fuseRopeKv(t);
   }
 };
 
 } // namespace
+void unfuseElementwise(mlir::Operation *root) {
+  llvm::SmallVector<mlir::Operation *> fused;
+  root->walk([&](mlir::Operation *op) {
+    if (llvm::isa<AddRmsNormOp, RopeKvWriteOp>(op))
+      fused.push_back(op);
+  });
+  for (mlir::Operation *op : fused) {
+    mlir::OpBuilder b(op);
+    if (auto n = llvm::dyn_cast<AddRmsNormOp>(op)) {
+      auto add = AddOp::create(b, n.getLoc(), n.getResidual(), n.getInput());
+      auto norm = RmsNormOp::create(b, n.getLoc(), add.getResult(), n.getWeight(),
+                                    n.getEpsilonAttr());
+      n.getSum().replaceAllUsesWith(add.getResult());
+      n.getResult().replaceAllUsesWith(norm.getResult());
+    } else {
+      auto f = llvm::cast<RopeKvWriteOp>(op);
+      auto rope = [&](mlir::Value x, mlir::IntegerAttr heads) {
+        return RopeOp::create(b, f.getLoc(), x.getType(), x, f.getPositions(), heads,
+                              f.getHeadDimAttr(), f.getThetaAttr(), f.getScalingAttr());
+      };
+      RopeOp q = rope(f.getQuery(), f.getNumHeadsAttr());
+      RopeOp k = rope(f.getKey(), f.getNumKvHeadsAttr());
+      auto write = KvWriteOp::create(b, f.getLoc(), f.getCache(), k.getResult(), f.getValue(),
+                                     f.getSlotMapping(), f.getLayerAttr());
+      f.getRotatedQuery().replaceAllUsesWith(q.getResult());
+      f.getRotatedKey().replaceAllUsesWith(k.getResult());
+      f.getResult().replaceAllUsesWith(write.getResult());
+    }
+    op->erase();
+  }
+}
+
 } // namespace ingot::compiler

@@ -77,8 +77,11 @@ def ShardTensorParallel : Pass<"ingot-shard-tensor-parallel", "::mlir::ModuleOp"
 }
 
 def FuseElementwise : Pass<"ingot-fuse-elementwise", "::mlir::ModuleOp"> {
-  let summary = "Fuses a residual add into the rms_norm of its sum";
+  let summary = "Fuses a decoder layer's elementwise op groups into single steps";
   let description = [{
+    Two patterns, each giving results equal to the unfused ops' bit for bit:
+
+    **Residual add + rms_norm.**
     Rewrites `%s = ingot.add %r, %x` followed by `%y = ingot.rms_norm %s, %w`
     into `%s, %y = ingot.add_rms_norm %x, %r, %w`: one step (one pass over
     the rows, one kernel) instead of two, with the same results bit for bit.
@@ -87,6 +90,13 @@ def FuseElementwise : Pass<"ingot-fuse-elementwise", "::mlir::ModuleOp"> {
     norm (or the final norm). The fused op takes the norm's place, so it fires
     only when every other use of the sum comes after the norm. Other uses of
     the sum (the next residual add) read the fused op's `sum` result.
+
+    **rope (queries) + rope (keys) + kv_write.** `%kr = ingot.rope %k` read only
+    by `%c = ingot.kv_write %cache, %kr, %v`, and `%qr = ingot.rope %q` (same
+    positions, head_dim, theta and scaling) read by an `ingot.attention` over
+    `%c`, become `%qr, %kr, %c = ingot.rope_kv_write %q, %k, %v, ...` at the
+    write's place (when `%qr` is read only after it): one kernel instead of
+    three.
   }];
 }
 

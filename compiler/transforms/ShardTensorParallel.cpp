@@ -16,6 +16,7 @@
 #include <map>
 #include <tuple>
 
+#include "compiler/transforms/Fusion.h"
 #include "compiler/transforms/TensorParallelLayout.h"
 #include "dialects/ingot/IngotDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -298,6 +299,9 @@ public:
                          << ig::kTensorParallelAttrName << "' is set)";
       return signalPassFailure();
     }
+    // A module printed after `fuse`: back to the ops the split recognises (fusion runs
+    // again after this pass).
+    unfuseElementwise(module);
     func::FuncOp step = findStep(module);
     if (!step)
       return signalPassFailure();

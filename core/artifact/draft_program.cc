@@ -26,8 +26,10 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   std::map<int64_t, size_t> kvWriteOf;
   for (size_t i = 0; i < main.steps.size(); ++i) {
     const ProgramStep& s = main.steps[i];
-    if (s.op == schema::OpKind::KvWrite) kvWriteOf[paramOf(s, "layer", -1)] = i;
-    else for (int32_t out : s.outputs) producer[out] = i;
+    const bool writesKv = s.op == schema::OpKind::KvWrite || s.op == schema::OpKind::RopeKvWrite;
+    if (writesKv) kvWriteOf[paramOf(s, "layer", -1)] = i;
+    for (int32_t out : s.outputs)
+      if (!writesKv || out != s.outputs.back()) producer[out] = i;  // not the pool
   }
   const int64_t total = static_cast<int64_t>(kvWriteOf.size());
   if (layers < 1 || layers >= total)

@@ -270,6 +270,36 @@ LogicalResult KvWriteOp::verify() {
   return success();
 }
 
+LogicalResult RopeKvWriteOp::verify() {
+  KvCacheType cache = getCache().getType();
+  if (failed(verifyRows(*this, getQuery().getType(), "query")) ||
+      failed(verifyRows(*this, getKey().getType(), "key")) ||
+      failed(verifyTokens(*this, getQuery().getType(), "query", getKey().getType(), "key")) ||
+      failed(verifyTokens(*this, getQuery().getType(), "query", getPositions().getType(),
+                          "positions")) ||
+      failed(verifyTokens(*this, getKey().getType(), "key", getSlotMapping().getType(),
+                          "slot_mapping")))
+    return failure();
+  const int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0 || headDim % 2 != 0)
+    return emitOpError() << "num_heads, num_kv_heads and an even head_dim must be > 0";
+  if (kvHeads != int64_t(cache.getNumKvHeads()) || headDim != int64_t(cache.getHeadDim()))
+    return emitOpError() << "num_kv_heads = " << kvHeads << " and head_dim = " << headDim
+                         << " disagree with the cache's " << cache.getNumKvHeads() << " and "
+                         << cache.getHeadDim();
+  if (!dimsAgree(getQuery().getType().getDimSize(1), heads * headDim) ||
+      !dimsAgree(getKey().getType().getDimSize(1), kvHeads * headDim))
+    return emitOpError() << "query/key features must be num_heads * head_dim = "
+                         << heads * headDim << " / num_kv_heads * head_dim = "
+                         << kvHeads * headDim;
+  if (getLayer() < 0 || getLayer() >= int64_t(cache.getNumLayers()))
+    return emitOpError() << "layer " << getLayer() << " is out of range for a "
+                         << cache.getNumLayers() << "-layer cache";
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError() << "theta must be > 0";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops and logits
 //===----------------------------------------------------------------------===//

@@ -220,6 +220,40 @@ def Ingot_RopeOp : Ingot_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
   let hasVerifier = 1;
 }
 
+def Ingot_RopeKvWriteOp : Ingot_Op<"rope_kv_write", [Pure,
+    AllTypesMatch<["query", "rotated_query"]>, AllTypesMatch<["key", "rotated_key", "value"]>,
+    AllTypesMatch<["positions", "slot_mapping"]>, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "Rotary embedding of a layer's queries and keys fused with the KV write";
+  let description = [{
+    `ingot.rope` of `query` (`num_heads` heads) and of `key` (`num_kv_heads`
+    heads) with the same positions, theta and scaling, then `ingot.kv_write` of
+    the rotated keys and `value` into layer `layer` of `cache`: the three ops of
+    a decoder layer in one step (one kernel). Results: the rotated queries, the
+    rotated keys (the values written; usually unread) and the updated cache,
+    each equal to the unfused ops' bit for bit. `ingot-fuse-elementwise` makes
+    it; the backends rotate in place where the inputs die at the step.
+
+    ```mlir
+    %qr, %kr, %c1 = ingot.rope_kv_write %q, %k, %v, %positions, %cache, %slot_mapping
+        {num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64, layer = 0 : i32}
+        : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$query, Ingot_FloatTensor:$key,
+                       Ingot_FloatTensor:$value, Ingot_I32Vector:$positions,
+                       Ingot_KvCacheType:$cache, Ingot_I32Vector:$slot_mapping,
+                       I32Attr:$num_heads, I32Attr:$num_kv_heads, I32Attr:$head_dim,
+                       F64Attr:$theta, OptionalAttr<Ingot_RopeScalingAttr>:$scaling,
+                       I32Attr:$layer);
+  let results = (outs Ingot_FloatTensor:$rotated_query, Ingot_FloatTensor:$rotated_key,
+                      Ingot_KvCacheType:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $positions `,` $cache `,` $slot_mapping attr-dict `:`
+    type($query) `,` type($key) `,` type($positions) `,` qualified(type($cache))
+  }];
+  let hasVerifier = 1;
+}
+
 def Ingot_KvWriteOp : Ingot_Op<"kv_write", [Pure,
     AllTypesMatch<["cache", "result"]>, AllTypesMatch<["key", "value"]>]> {
   let summary = "Stores new keys and values of one layer into the paged cache";

@@ -20,101 +20,40 @@
 // divergent barrier, ...) prints its report and fails with CUDA_ERROR_LAUNCH_FAILED, and every
 // later launch and synchronization too (a sticky error, as a real context's). Events record
 // the host clock: work is synchronous, so elapsed times are the emulation's wall time.
+//
+// The state the entry points share is fake_libcuda_state.h's; memory, streams, events and
+// graphs are in fake_libcuda_streams.cc.
 #include "testing/cuda/fake_libcuda.h"
 
 #include <cuda.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "testing/cuda/fake_libcuda_state.h"
+
 #ifdef INGOT_FAKE_CUDA_EXECUTING
 #include "core/simt/emulator.h"
 #endif
 
-namespace {
+using namespace ingot::fake_cuda;  // the entry points below use the shared state unqualified
 
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-constexpr bool kExecuting = true;
-#else
-constexpr bool kExecuting = false;
-#endif
-
-struct FakeModule {
-  std::string image;
-  std::vector<void*> functions;
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  std::shared_ptr<ingot::simt::Module> simt;
-#endif
-};
-struct FakeFunction {
-  FakeModule* module;
-  std::string name;
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  std::shared_ptr<ingot::simt::Module> simt;  // kept alive by every launch that holds it
-  const ingot::simt::KernelEntry* kernel = nullptr;
-#endif
-};
-struct FakeLink {
-  std::string ptx;
-  std::string cubin;
-  char* errorLog = nullptr;
-  size_t errorLogBytes = 0;
-};
-
-/// One recorded kernel launch.
-struct FakeLaunch {
-  std::string name;
-  unsigned dims[6];  // grid x, y, z, block x, y, z
-  bool fromGraph;
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  /// What a captured launch runs at each graph launch: the kernel, its dynamic shared
-  /// memory and its parameters as they were when it was captured.
-  std::shared_ptr<ingot::simt::Module> simt;
-  const ingot::simt::KernelEntry* kernel = nullptr;
-  unsigned shared = 0;
-  std::shared_ptr<std::vector<std::vector<unsigned char>>> params;
-#endif
-};
-/// A captured graph: the launches and stream operations made while its capture was open,
-/// in order (an operation when `op` is set, else the launch).
-struct FakeGraphNode {
-  FakeLaunch launch;
-  std::function<void()> op;
-};
-struct FakeGraph {
-  std::vector<FakeGraphNode> nodes;
-};
+namespace ingot::fake_cuda {
 
 std::mutex gMutex;
 FakeCudaStats gStats{};
 std::vector<FakeLaunch> gLaunches;
-/// The capture the calling thread has open (a real driver keeps one per stream; here each
-/// thread captures its own stream, as tensor-parallel ranks do).
 thread_local bool gCapturing = false;
 thread_local std::vector<FakeGraphNode> gCaptured;
-/// Set while a graph launch runs its operations (a logged operation is marked replayed).
 bool gReplaying = false;
 std::vector<std::string> gLoadedImages;
 int gDriverVersion = 13000;
-/// The device's compute capability (9.0 unless a test sets another; reset restores it).
 int gCcMajor = 9, gCcMinor = 0;
-
-/// The emulated device's compute capability: INGOT_SIMT_SM ("80", "89", "90", ...; default
-/// 90), which is also the __CUDA_ARCH__ its modules are built with.
-void emulatedComputeCapability() {
-  if (!kExecuting) return;
-  const char* sm = std::getenv("INGOT_SIMT_SM");
-  const int cc = sm ? std::atoi(sm) : 0;
-  if (cc >= 70 && cc < 200) gCcMajor = cc / 10, gCcMinor = cc % 10;
-}
-/// The first failed launch's error, returned by every later launch and synchronization.
 CUresult gSticky = CUDA_SUCCESS;
 
 #ifdef INGOT_FAKE_CUDA_EXECUTING
@@ -146,21 +85,21 @@ CUresult sticky() {
   return gSticky;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+}  // namespace ingot::fake_cuda
+
+namespace {
+
+/// The emulated device's compute capability: INGOT_SIMT_SM ("80", "89", "90", ...; default
+/// 90), which is also the __CUDA_ARCH__ its modules are built with.
+void emulatedComputeCapability() {
+  if (!kExecuting) return;
+  const char* sm = std::getenv("INGOT_SIMT_SM");
+  const int cc = sm ? std::atoi(sm) : 0;
+  if (cc >= 70 && cc < 200) gCcMajor = cc / 10, gCcMinor = cc % 10;
 }
 
-/// Runs `op` now, or records it into the open capture.
-CUresult streamOp(std::function<void()> op) {
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    if (gCapturing) {
-      gCaptured.push_back(FakeGraphNode{FakeLaunch{}, std::move(op)});
-      return CUDA_SUCCESS;
-    }
-  }
-  op();
-  return CUDA_SUCCESS;
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 void writeLog(FakeLink* link, const std::string& text) {
@@ -427,190 +366,6 @@ CUresult cuLinkComplete(CUlinkState state, void** cubin, size_t* size) {
 }
 CUresult cuLinkDestroy(CUlinkState state) {
   delete reinterpret_cast<FakeLink*>(state);
-  return CUDA_SUCCESS;
-}
-
-// ------------------------------------------------------------------ memory (host memory)
-CUresult cuMemGetInfo(size_t* free, size_t* total) {
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  *total = ingot::simt::deviceMemoryTotal();
-  *free = *total - ingot::simt::deviceMemoryUsed();
-#else
-  *total = size_t{16} << 30;
-  *free = *total / 2;
-#endif
-  return CUDA_SUCCESS;
-}
-CUresult cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  *ptr = reinterpret_cast<CUdeviceptr>(ingot::simt::deviceAlloc(bytes));
-#else
-  *ptr = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
-#endif
-  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-CUresult cuMemFree(CUdeviceptr ptr) {
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-  ingot::simt::deviceFree(reinterpret_cast<void*>(ptr));
-#else
-  std::free(reinterpret_cast<void*>(ptr));
-#endif
-  return CUDA_SUCCESS;
-}
-CUresult cuMemAllocHost(void** ptr, size_t bytes) {
-  *ptr = std::malloc(bytes);
-  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-CUresult cuMemFreeHost(void* ptr) {
-  std::free(ptr);
-  return CUDA_SUCCESS;
-}
-CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
-  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-  return CUDA_SUCCESS;
-}
-CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
-  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-  return CUDA_SUCCESS;
-}
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
-  return streamOp([=] { std::memcpy(reinterpret_cast<void*>(dst), src, bytes); });
-}
-CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
-  return streamOp([=] { std::memcpy(dst, reinterpret_cast<const void*>(src), bytes); });
-}
-CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
-  return streamOp([=] {
-    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-  });
-}
-CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* request, CUstream) {
-  if (request->WidthInBytes > request->srcPitch || request->WidthInBytes > request->dstPitch)
-    return CUDA_ERROR_INVALID_VALUE;
-  const CUDA_MEMCPY2D params = *request;
-  return streamOp([params] {
-  const CUDA_MEMCPY2D* copy = &params;
-  // Device and host memory are both host memory here: every kind copies alike.
-  const auto* src = static_cast<const char*>(copy->srcMemoryType == CU_MEMORYTYPE_HOST
-                                                 ? copy->srcHost
-                                                 : reinterpret_cast<const void*>(copy->srcDevice));
-  auto* dst = static_cast<char*>(copy->dstMemoryType == CU_MEMORYTYPE_HOST
-                                     ? copy->dstHost
-                                     : reinterpret_cast<void*>(copy->dstDevice));
-  for (size_t row = 0; row < copy->Height; ++row)
-    std::memmove(dst + (copy->dstY + row) * copy->dstPitch + copy->dstXInBytes,
-                 src + (copy->srcY + row) * copy->srcPitch + copy->srcXInBytes, copy->WidthInBytes);
-  std::lock_guard<std::mutex> lock(gMutex);
-  ++gStats.copies2d;
-  });
-}
-CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
-  return streamOp([=] { std::memset(reinterpret_cast<void*>(dst), value, count); });
-}
-CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
-  return streamOp([=] {
-    auto* words = reinterpret_cast<unsigned int*>(dst);
-    for (size_t i = 0; i < count; ++i) words[i] = value;
-  });
-}
-
-// ------------------------------------------------------------------ streams, events, graphs
-CUresult cuStreamCreate(CUstream* stream, unsigned int) {
-  *stream = reinterpret_cast<CUstream>(new int(0));
-  return CUDA_SUCCESS;
-}
-CUresult cuStreamDestroy(CUstream stream) {
-  delete reinterpret_cast<int*>(stream);
-  return CUDA_SUCCESS;
-}
-CUresult cuStreamSynchronize(CUstream) { return sticky(); }
-CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
-// An event holds the host time it was recorded at (work is synchronous here).
-CUresult cuEventCreate(CUevent* event, unsigned int) {
-  *event = reinterpret_cast<CUevent>(new double(0.0));
-  return CUDA_SUCCESS;
-}
-CUresult cuEventDestroy(CUevent event) {
-  delete reinterpret_cast<double*>(event);
-  return CUDA_SUCCESS;
-}
-CUresult cuEventRecord(CUevent event, CUstream) {
-  if (!event) return CUDA_ERROR_INVALID_HANDLE;
-  *reinterpret_cast<double*>(event) =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-  return CUDA_SUCCESS;
-}
-CUresult cuEventSynchronize(CUevent) { return sticky(); }
-CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
-  // The fake device's work takes no time; the emulated one's takes the emulation's.
-  *milliseconds = kExecuting ? static_cast<float>(*reinterpret_cast<double*>(end) -
-                                                  *reinterpret_cast<double*>(start))
-                             : 0.0f;
-  return CUDA_SUCCESS;
-}
-CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (gCapturing) return CUDA_ERROR_ILLEGAL_STATE;
-  gCapturing = true;
-  gCaptured.clear();
-  ++gStats.captures;
-  return CUDA_SUCCESS;
-}
-CUresult cuStreamEndCapture(CUstream, CUgraph* graph) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (!gCapturing) return CUDA_ERROR_ILLEGAL_STATE;
-  gCapturing = false;
-  // Moved out: the graph owns what it captured (a fake NCCL collective's reference ends
-  // with the last graph holding it, as with real NCCL's persistent references).
-  *graph = reinterpret_cast<CUgraph>(new FakeGraph{std::move(gCaptured)});
-  gCaptured.clear();
-  return CUDA_SUCCESS;
-}
-CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  *exec = reinterpret_cast<CUgraphExec>(new FakeGraph(*reinterpret_cast<FakeGraph*>(graph)));
-  ++gStats.liveGraphExecs;
-  return CUDA_SUCCESS;
-}
-CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
-  std::vector<FakeGraphNode> nodes;
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    if (gCapturing) return CUDA_ERROR_ILLEGAL_STATE;  // not on a capturing stream here
-    nodes = reinterpret_cast<FakeGraph*>(exec)->nodes;
-    ++gStats.graphLaunches;
-    gReplaying = true;
-  }
-  // Operations run outside the lock: they take it themselves (counters, the log).
-  CUresult result = CUDA_SUCCESS;
-  for (FakeGraphNode& node : nodes) {
-    if (node.op) {
-      node.op();
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(gMutex);
-      node.launch.fromGraph = true;
-      gLaunches.push_back(node.launch);
-    }
-#ifdef INGOT_FAKE_CUDA_EXECUTING
-    if (result == CUDA_SUCCESS) result = execute(node.launch);
-#endif
-  }
-  std::lock_guard<std::mutex> lock(gMutex);
-  gReplaying = false;
-  return result;
-}
-CUresult cuGraphExecDestroy(CUgraphExec exec) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  delete reinterpret_cast<FakeGraph*>(exec);
-  --gStats.liveGraphExecs;
-  return CUDA_SUCCESS;
-}
-CUresult cuGraphDestroy(CUgraph graph) {
-  delete reinterpret_cast<FakeGraph*>(graph);
   return CUDA_SUCCESS;
 }
 

@@ -278,8 +278,9 @@ int fakeLastBlocking() { return gLastBlocking; }
 int fakeCollectives() { return gCollectives; }
 
 // ------------------------------------------------------------------ CUDA driver
-// Every other driver entry point comes from testing/cuda/fake_libcuda.cc, linked into
-// this library; the stream query is here because the collectives above decide when it drains.
+// Every other driver entry point comes from testing/cuda/fake_libcuda.cc and
+// fake_libcuda_streams.cc, linked into this library; the stream query is here because the
+// collectives above decide when it drains.
 CUresult cuStreamQuery(CUstream) {
   if (gStreamBusyPolls == 0) return CUDA_SUCCESS;
   if (gStreamBusyPolls > 0) --gStreamBusyPolls;

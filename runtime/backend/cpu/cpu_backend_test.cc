@@ -235,29 +235,9 @@ TEST(CpuBackendTest, Bf16AndF16ModelsMatchDenseReference) {
   }
 }
 
-TEST(CpuBackendTest, FusedResidualNormsWriteTheSumInPlaceAndGiveTheUnfusedLogits) {
-  LlamaProgramOptions o;
-  o.layers = 3;
-  o.seed = 11;
-  o.draft_layers = 2;  // the early-exit draft ends in the fused add of layer 2
-  const Artifact unfused = openLlama(o);
-  o.fuse_residual_norms = true;
-  const Artifact fused = openLlama(o);
-  // Every residual add but none is fused: 2 per layer, the last with the final norm.
-  WeightStore weights(fused);
-  StatusOr<ProgramPlan> plan = planProgram(fused, weights);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  int fusedSteps = 0;
-  for (const PlannedStep& s : plan->steps) {
-    EXPECT_NE(s.op, schema::OpKind::Add);
-    if (s.op != schema::OpKind::AddRmsNorm) continue;
-    ++fusedSteps;
-    // The residual is read last here, so the sum takes its slot.
-    EXPECT_EQ(plan->buffers[s.outputs[0]].slot, plan->buffers[s.inputs[1]].slot);
-    EXPECT_NE(plan->buffers[s.outputs[1]].slot, plan->buffers[s.outputs[0]].slot);
-  }
-  EXPECT_EQ(fusedSteps, 2 * o.layers);
-
+/// Both artifacts' logits, prefill then decode, main and draft program, at every SIMD level
+/// here: bit for bit the same.
+void expectSameLogits(const Artifact& x, const Artifact& y, const LlamaProgramOptions& o) {
   std::mt19937 rng(o.seed);
   const std::vector<int32_t> tokens = randomTokens(19, static_cast<int>(o.vocab), rng);
   for (int l = 0; l <= static_cast<int>(detectSimdLevel()); ++l)
@@ -268,16 +248,54 @@ TEST(CpuBackendTest, FusedResidualNormsWriteTheSumInPlaceAndGiveTheUnfusedLogits
     opts.num_kv_blocks = 8;
     opts.simd = static_cast<SimdLevel>(l);
     opts.program = program;
-    StatusOr<std::unique_ptr<CpuBackend>> a = CpuBackend::create(unfused, opts);
-    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(fused, opts);
+    StatusOr<std::unique_ptr<CpuBackend>> a = CpuBackend::create(x, opts);
+    StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(y, opts);
     ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << " / " << b.status().message();
     Sequence sa{tokens, {3, 0, 5}}, sb = sa;
     for (int count : {18, 1}) {  // a prefill, then a decode step
       std::vector<float> la, lb;
       ASSERT_TRUE((*a)->step(makeStep({&sa}, {count}, o.block_size), &la).ok());
       ASSERT_TRUE((*b)->step(makeStep({&sb}, {count}, o.block_size), &lb).ok());
-      EXPECT_EQ(la, lb) << "add_rms_norm rounds and sums as add, then rms_norm";
+      EXPECT_EQ(la, lb) << "fused steps compute what the unfused ones do, in their order";
     }
+  }
+}
+
+TEST(CpuBackendTest, FusedStepsWorkInPlaceAndGiveTheUnfusedLogits) {
+  for (schema::DType kv : {schema::DType::F32, schema::DType::F8E4M3FN}) {
+    SCOPED_TRACE(schema::EnumNameDType(kv));
+    LlamaProgramOptions o;
+    o.layers = 3;
+    o.seed = 11;
+    o.kv_dtype = kv;
+    o.draft_layers = 2;  // the early-exit draft ends in the fused add of layer 2
+    const Artifact unfused = openLlama(o);
+    o.fuse_elementwise = true;
+    const Artifact fused = openLlama(o);
+    // Every residual add is fused with its norm, every layer's ropes with its KV write.
+    WeightStore weights(fused);
+    StatusOr<ProgramPlan> plan = planProgram(fused, weights);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    int addNorms = 0, ropeWrites = 0;
+    auto slot = [&](int32_t b) { return plan->buffers[b].slot; };
+    for (const PlannedStep& s : plan->steps) {
+      EXPECT_NE(s.op, schema::OpKind::Add);
+      EXPECT_NE(s.op, schema::OpKind::Rope);
+      EXPECT_NE(s.op, schema::OpKind::KvWrite);
+      // The inputs are read last here, so the outputs take their slots.
+      if (s.op == schema::OpKind::AddRmsNorm) {
+        ++addNorms;
+        EXPECT_EQ(slot(s.outputs[0]), slot(s.inputs[1]));
+        EXPECT_NE(slot(s.outputs[1]), slot(s.outputs[0]));
+      } else if (s.op == schema::OpKind::RopeKvWrite) {
+        ++ropeWrites;
+        EXPECT_EQ(slot(s.outputs[0]), slot(s.inputs[0]));
+        EXPECT_EQ(slot(s.outputs[1]), slot(s.inputs[1]));
+      }
+    }
+    EXPECT_EQ(addNorms, 2 * o.layers);
+    EXPECT_EQ(ropeWrites, o.layers);
+    expectSameLogits(unfused, fused, o);
   }
 }
 

@@ -115,17 +115,16 @@ Status planSteps(const Artifact& artifact, WeightStore& weights, const schema::P
   return okStatus();
 }
 
-/// The input whose storage output `out` of `step` takes over (its definition's in-place
-/// pair, when that input is an activation this step reads last), or -1.
-int32_t inPlaceInput(const ProgramPlan& plan, const PlannedStep& step, size_t s, int32_t out,
+/// The input whose storage output `o` of `step` takes over (its definition's in-place pair,
+/// when that input is an activation this step reads last), or -1.
+int32_t inPlaceInput(const ProgramPlan& plan, const PlannedStep& step, size_t s, size_t o,
                      const std::vector<int32_t>& lastUse) {
   const OpDefinition* def = step.definition;
-  if (!def || def->in_place_output < 0 ||
-      static_cast<size_t>(def->in_place_output) >= step.outputs.size() ||
-      static_cast<size_t>(def->in_place_input) >= step.inputs.size() ||
-      step.outputs[def->in_place_output] != out)
+  if (!def || o >= static_cast<size_t>(kMaxInPlaceOutputs) || def->in_place[o] < 0 ||
+      static_cast<size_t>(def->in_place[o]) >= step.inputs.size())
     return -1;
-  const int32_t in = step.inputs[def->in_place_input];
+  const int32_t out = step.outputs[o];
+  const int32_t in = step.inputs[def->in_place[o]];
   const PlannedBuffer& b = plan.buffers[in];
   const bool readLater = lastUse[in] > static_cast<int32_t>(s);
   const bool readTwice =
@@ -137,17 +136,18 @@ int32_t inPlaceInput(const ProgramPlan& plan, const PlannedStep& step, size_t s,
 }
 
 /// Activation lifetimes -> storage slots: a slot is reused once its buffer's last reader ran,
-/// and an op that updates an input in place (OpDefinition::in_place_output) writes that
+/// and an op that updates an input in place (OpDefinition::in_place) writes that
 /// output into the input's slot when the input dies at the step.
 void assignSlots(ProgramPlan& plan, const std::vector<int32_t>& lastUse) {
   const size_t numSteps = plan.steps.size();
   std::vector<int32_t> freeSlots;
   std::vector<int32_t> holder;  // slot -> the buffer that holds it now
   for (size_t s = 0; s < numSteps; ++s) {
-    for (int32_t out : plan.steps[s].outputs) {
+    for (size_t o = 0; o < plan.steps[s].outputs.size(); ++o) {
+      const int32_t out = plan.steps[s].outputs[o];
       PlannedBuffer& b = plan.buffers[out];
       if (b.kind != BufferKind::Activation) continue;
-      if (const int32_t in = inPlaceInput(plan, plan.steps[s], s, out, lastUse); in >= 0) {
+      if (const int32_t in = inPlaceInput(plan, plan.steps[s], s, o, lastUse); in >= 0) {
         b.slot = plan.buffers[in].slot;
       } else if (!freeSlots.empty()) {
         b.slot = freeSlots.back();

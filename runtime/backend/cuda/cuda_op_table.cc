@@ -23,6 +23,7 @@ const std::vector<CudaOpDefinition>& cudaOpDefinitions() {
       {OpKind::AllReduce, nullptr, nullptr, enqueueCollectiveCuda},
       {OpKind::AllGather, nullptr, nullptr, enqueueCollectiveCuda},
       {OpKind::AddRmsNorm, nullptr, uploadRmsNormCuda, enqueueAddRmsNormCuda},
+      {OpKind::RopeKvWrite, nullptr, uploadRopeCuda, enqueueRopeKvWriteCuda},
   };
   return table;
 }

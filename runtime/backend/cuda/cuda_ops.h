@@ -108,6 +108,7 @@ Status uploadEmbeddingCuda(WeightUploads& up, size_t index, const PlannedStep& p
 Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status uploadRmsNormCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
+Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);

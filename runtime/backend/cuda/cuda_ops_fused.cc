@@ -92,14 +92,14 @@ namespace {
 
 /// kv_write into an fp8 pool: one warp per (K/V, kv head) of each run of tokens that write
 /// one block (the runs are packed with the step's inputs).
-Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p) {
+Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p, CUdeviceptr k, CUdeviceptr v) {
   const CudaBackendState& s = *l.s;
   const KvCacheLayout& kv = s.plan->kv_layout;
   const FusedKernels& f = s.fused;
   const int T = l.tokens();
   kvfp8::KvFp8WriteParams w{};
-  w.k = reinterpret_cast<const float*>(l.slot(p.inputs[1]));
-  w.v = reinterpret_cast<const float*>(l.slot(p.inputs[2]));
+  w.k = reinterpret_cast<const float*>(k);
+  w.v = reinterpret_cast<const float*>(v);
   w.codes = reinterpret_cast<unsigned char*>(s.kv_pool.ptr());
   w.scales = reinterpret_cast<float*>(s.kv_scales.ptr());
   w.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
@@ -121,11 +121,69 @@ Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p) {
                   l.where + " (kv_write, fp8)");
 }
 
+/// A device copy of `rows` rows of `width` floats from `from` to `to` (none when they are one
+/// slot: the plan put the output in its input's place).
+Status copyRows(const CudaLaunch& l, CUdeviceptr to, CUdeviceptr from, int64_t rows,
+                int64_t width) {
+  if (to == from || rows == 0) return okStatus();
+  return l.s->cu
+      ->check("cuMemcpyDtoDAsync",
+              l.s->cu->memcpyDtoDAsync(to, from, static_cast<size_t>(rows * width) * 4,
+                                       l.s->stream))
+      .withPrefix(l.where);
+}
+
 }  // namespace
+
+Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  const CudaBackendState& s = *l.s;
+  const KvCacheLayout& kv = s.plan->kv_layout;
+  const int T = l.tokens();
+  const int heads = static_cast<int>(p.num_heads), kvHeads = static_cast<int>(kv.num_kv_heads);
+  const int headDim = static_cast<int>(p.head_dim);
+  // The kernel rotates in place: the outputs hold the inputs first (nothing to copy where
+  // the plan gave each output its input's slot).
+  const CUdeviceptr qr = l.slot(p.outputs[0]), kr = l.slot(p.outputs[1]);
+  INGOT_RETURN_IF_ERROR(copyRows(l, qr, l.slot(p.inputs[0]), T, heads * headDim));
+  INGOT_RETURN_IF_ERROR(copyRows(l, kr, l.slot(p.inputs[1]), T, kvHeads * headDim));
+  fused::RopeKvParams params{};
+  params.q = reinterpret_cast<void*>(qr);
+  params.k = reinterpret_cast<void*>(kr);
+  params.v = reinterpret_cast<const void*>(l.slot(p.inputs[2]));
+  params.kv_cache = reinterpret_cast<void*>(s.kv_pool.ptr());
+  params.positions = reinterpret_cast<const int*>(l.at(l.layout.positions));
+  params.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
+  params.inv_freq = reinterpret_cast<const float*>(d.inv_freq);
+  params.num_tokens = T;
+  params.num_heads = heads;
+  params.num_kv_heads = kvHeads;
+  params.head_dim = headDim;
+  params.rotary_dim = static_cast<int>(2 * p.inv_freq.size());
+  params.q_stride = heads * headDim;
+  params.k_stride = params.v_stride = kvHeads * headDim;
+  params.num_layers = static_cast<int>(kv.num_layers);
+  params.layer = static_cast<int>(p.layer);
+  params.block_size = static_cast<int>(kv.block_size);
+  if (l.fp8_kv) {
+    // The f32 kernel must not write an fp8 pool: it rotates the queries, then the keys as
+    // query heads of their own (no KV heads, so no write); the fp8 write stores the keys.
+    params.num_kv_heads = 0;
+    void* qArgs[] = {&params};
+    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, qArgs, l.where + " (rope q)"));
+    params.q = reinterpret_cast<void*>(kr);
+    params.num_heads = kvHeads;
+    params.q_stride = kvHeads * headDim;
+    void* kArgs[] = {&params};
+    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, kArgs, l.where + " (rope k)"));
+    return enqueueKvWriteFp8(l, p, kr, l.slot(p.inputs[2]));
+  }
+  void* args[] = {&params};
+  return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + " (rope_kv_write)");
+}
 
 Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
   const bool rope = p.op == OpKind::Rope;
-  if (!rope && l.fp8_kv) return enqueueKvWriteFp8(l, p);
+  if (!rope && l.fp8_kv) return enqueueKvWriteFp8(l, p, l.slot(p.inputs[1]), l.slot(p.inputs[2]));
   const CudaBackendState& s = *l.s;
   const KvCacheLayout& kv = s.plan->kv_layout;
   const int T = l.tokens();

@@ -23,20 +23,18 @@ Status planKvWrite(StepPlanner& p, PlannedStep& step) {
   return okStatus();
 }
 
-Status runKvWriteCpu(CpuStep& cpu, const PlannedStep& s) {
-  const float* k = cpu.buffer(s.inputs[1]);
-  const float* v = cpu.buffer(s.inputs[2]);
+Status writeKvCpu(CpuStep& cpu, int64_t layer, const float* k, const float* v) {
   const KvCacheLayout& layout = cpu.plan->kv_layout;
   const int32_t* slots = cpu.in->slot_mapping.data();
   const int64_t T = cpu.tokens;
   if (cpu.kv_dtype == KvDtype::kFp8E4M3) {
     // Checked before any row is written, so a bad step leaves the pool as it was.
-    INGOT_RETURN_IF_ERROR(checkKvRowsFinite(k, v, T, layout.rowFloats(), s.layer));
+    INGOT_RETURN_IF_ERROR(checkKvRowsFinite(k, v, T, layout.rowFloats(), layer));
     // Blocks fill in slot order per (K/V, kv head): those pairs split over the pool.
     const Fp8KvPool fp8{cpu.kv_codes, cpu.kv_scales};
     const int64_t pairs = 2 * layout.num_kv_heads;
     auto write = [&](int64_t p0, int64_t p1) {
-      kvWriteRowsFp8(fp8, layout, s.layer, k, v, slots, T, p0, p1);
+      kvWriteRowsFp8(fp8, layout, layer, k, v, slots, T, p0, p1);
     };
     if (T * 2 * layout.rowFloats() < CpuStep::kMinParallelElements) write(0, pairs);
     else cpu.pool->parallelRanges(pairs, 1, write);
@@ -44,9 +42,13 @@ Status runKvWriteCpu(CpuStep& cpu, const PlannedStep& s) {
   }
   float* cache = cpu.kv_pool;
   cpu.rows(2 * layout.rowFloats(), [&](int64_t t0, int64_t t1) {
-    kvWriteRows(cache, layout, s.layer, k, v, slots, t0, t1);
+    kvWriteRows(cache, layout, layer, k, v, slots, t0, t1);
   });
   return okStatus();
+}
+
+Status runKvWriteCpu(CpuStep& cpu, const PlannedStep& s) {
+  return writeKvCpu(cpu, s.layer, cpu.buffer(s.inputs[1]), cpu.buffer(s.inputs[2]));
 }
 
 }  // namespace ingot

@@ -1,6 +1,7 @@
 // OpDefinition: everything the runtime knows about one op kind, found in one table.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/base/status.h"
@@ -17,6 +18,9 @@ struct PlannedStep;
 /// and weight upload of each kind are in its own table (runtime/backend/cuda/cuda_ops.h),
 /// whose test checks it against this one. Adding an op: one file in runtime/backend/ops with
 /// both functions, one row in op_table.cc.
+/// Outputs an op may write over one of its inputs (OpDefinition::in_place).
+inline constexpr int kMaxInPlaceOutputs = 3;
+
 struct OpDefinition {
   schema::OpKind kind;
   /// Checks the step against the program, the model config and its weights, and fills the
@@ -24,10 +28,9 @@ struct OpDefinition {
   Status (*plan)(StepPlanner& planner, PlannedStep& step);
   /// Runs a planned step on the CPU backend.
   Status (*run_cpu)(CpuStep& cpu, const PlannedStep& step);
-  /// Output `in_place_output` may take the storage of input `in_place_input` when this step
-  /// is that input's last reader (the backends then update it in place); -1: never.
-  int in_place_output = -1;
-  int in_place_input = -1;
+  /// Output i may take the storage of input in_place[i] when this step is that input's last
+  /// reader (the backends then update it in place); -1: never.
+  int8_t in_place[kMaxInPlaceOutputs] = {-1, -1, -1};
 };
 
 /// The definition of `kind`, or null for a kind the runtime does not know.

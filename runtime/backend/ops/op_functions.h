@@ -15,6 +15,10 @@ Status runEmbeddingCpu(CpuStep& cpu, const PlannedStep& step);
 Status planNorm(StepPlanner& p, PlannedStep& step);  // rms_norm, layer_norm
 Status runNormCpu(CpuStep& cpu, const PlannedStep& step);
 Status planAddRmsNorm(StepPlanner& p, PlannedStep& step);
+Status planRopeKvWrite(StepPlanner& p, PlannedStep& step);
+Status runRopeKvWriteCpu(CpuStep& cpu, const PlannedStep& step);
+/// kv_write's CPU half, shared with rope_kv_write: keys `k` and values `v` of `layer`.
+Status writeKvCpu(CpuStep& cpu, int64_t layer, const float* k, const float* v);
 Status runAddRmsNormCpu(CpuStep& cpu, const PlannedStep& step);
 Status planLinear(StepPlanner& p, PlannedStep& step);
 Status runLinearCpu(CpuStep& cpu, const PlannedStep& step);

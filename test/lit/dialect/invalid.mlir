@@ -256,6 +256,30 @@ func.func @f(%x: tensor<?x64xf32>, %w: tensor<32xf32>) {
 
 // -----
 
+// rope_kv_write: heads that disagree with the cache
+func.func @f(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %pos: tensor<?xi32>,
+             %cache: !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>) {
+  // expected-error @+1 {{num_kv_heads = 4 and head_dim = 8 disagree with the cache's 2 and 16}}
+  %qr, %kr, %c = ingot.rope_kv_write %q, %k, %k, %pos, %cache, %pos
+      {num_heads = 8 : i32, num_kv_heads = 4 : i32, head_dim = 8 : i32, theta = 1.0e+04 : f64, layer = 0 : i32}
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+  return
+}
+
+// -----
+
+// rope_kv_write: layer outside the cache
+func.func @f(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %pos: tensor<?xi32>,
+             %cache: !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>) {
+  // expected-error @+1 {{layer 2 is out of range for a 2-layer cache}}
+  %qr, %kr, %c = ingot.rope_kv_write %q, %k, %k, %pos, %cache, %pos
+      {num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64, layer = 2 : i32}
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+  return
+}
+
+// -----
+
 // add_rms_norm: weight size
 func.func @f(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<32xf32>) {
   // expected-error @+1 {{weight has 32 elements but the input has 64 features}}

@@ -42,6 +42,17 @@ func.func @norms(%x: tensor<?x64xf32>, %y: tensor<5x64xbf16>) -> (tensor<?x64xf3
   return %n, %l : tensor<?x64xf32>, tensor<5x64xbf16>
 }
 
+// CHECK-LABEL: func.func @rope_kv_write
+func.func @rope_kv_write(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>,
+                         %cache: !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>,
+                         %slots: tensor<?xi32>) -> (tensor<?x64xf32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>) {
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = ingot.rope_kv_write %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 16 : i32, layer = 1 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, theta = 1.000000e+04 : f64} : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+  %qr, %kr, %c = ingot.rope_kv_write %q, %k, %v, %pos, %cache, %slots
+      {num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64, layer = 1 : i32}
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+  return %qr, %c : tensor<?x64xf32>, !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+}
+
 // CHECK-LABEL: func.func @add_rms_norm
 func.func @add_rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
   // CHECK: %{{.*}}, %{{.*}} = ingot.add_rms_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<?x64xbf16>, tensor<64xbf16>

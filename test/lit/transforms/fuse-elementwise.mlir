@@ -56,3 +56,62 @@ func.func @two_norms(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %w: tensor<8xf32>
   %y3 = ingot.rms_norm %a, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
   return %y1, %y2, %y3 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// A layer's rope of the queries, rope of the keys and KV write: one rope_kv_write at the
+// write's place, with the queries' heads, the keys' heads as num_kv_heads, and the layer.
+!cache = !ingot.kv_cache<num_layers = 2, num_kv_heads = 2, head_dim = 16, element_type = f32>
+// CHECK-LABEL: func.func @attention_block
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<?x64xf32>, %[[K:[^:]*]]: tensor<?x32xf32>, %[[V:[^:]*]]: tensor<?x32xf32>, %[[POS:[^:]*]]: tensor<?xi32>, %[[C:[^:]*]]: !ingot.kv_cache
+// CHECK-NOT: ingot.rope %
+// CHECK: %[[QR:.*]], %[[KR:.*]], %[[C1:.*]] = ingot.rope_kv_write %[[Q]], %[[K]], %[[V]], %[[POS]], %[[C]], %{{.*}} {head_dim = 16 : i32, layer = 1 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, scaling = #ingot.rope_scaling<llama3, {{.*}}>, theta = 5.000000e+05 : f64}
+// CHECK-NOT: ingot.kv_write
+// CHECK: ingot.attention %[[QR]], %[[C1]]
+func.func @attention_block(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                           %pos: tensor<?xi32>, %cache: !cache, %slots: tensor<?xi32>,
+                           %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %qs: tensor<?xi32>) -> tensor<?x64xf32> {
+  %qr = ingot.rope %q, %pos {num_heads = 4 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64,
+      scaling = #ingot.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>}
+      : tensor<?x64xf32>, tensor<?xi32>
+  %kr = ingot.rope %k, %pos {num_heads = 2 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64,
+      scaling = #ingot.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>}
+      : tensor<?x32xf32>, tensor<?xi32>
+  %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 1 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
+  %a = ingot.attention %qr, %c1, %bt, %sl, %qs
+      {layer = 1 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
+      : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a : tensor<?x64xf32>
+}
+
+// -----
+
+// Left alone: rotated keys read by something besides the write, and a query rope with
+// another theta than the keys'.
+!cache = !ingot.kv_cache<num_layers = 1, num_kv_heads = 2, head_dim = 16, element_type = f32>
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: ingot.rope_kv_write
+// CHECK-LABEL: func.func @other_theta
+// CHECK-NOT: ingot.rope_kv_write
+func.func @not_fused(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                     %pos: tensor<?xi32>, %cache: !cache, %slots: tensor<?xi32>,
+                     %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x32xf32>) {
+  %qr = ingot.rope %q, %pos {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64} : tensor<?x64xf32>, tensor<?xi32>
+  %kr = ingot.rope %k, %pos {num_heads = 2 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64} : tensor<?x32xf32>, tensor<?xi32>
+  %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 0 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
+  %a = ingot.attention %qr, %c1, %bt, %sl, %qs
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
+      : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a, %kr : tensor<?x64xf32>, tensor<?x32xf32>
+}
+func.func @other_theta(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                       %pos: tensor<?xi32>, %cache: !cache, %slots: tensor<?xi32>,
+                       %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %qs: tensor<?xi32>) -> tensor<?x64xf32> {
+  %qr = ingot.rope %q, %pos {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+06 : f64} : tensor<?x64xf32>, tensor<?xi32>
+  %kr = ingot.rope %k, %pos {num_heads = 2 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64} : tensor<?x32xf32>, tensor<?xi32>
+  %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 0 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
+  %a = ingot.attention %qr, %c1, %bt, %sl, %qs
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
+      : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a : tensor<?x64xf32>
+}
