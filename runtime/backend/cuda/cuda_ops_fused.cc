@@ -121,6 +121,34 @@ Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p, CUdeviceptr 
                   l.where + " (kv_write, fp8)");
 }
 
+/// The rope_kv_write kernel's parameters: rotate `heads` heads of `q` (rows of `qStride`)
+/// and `kvHeads` of `k`, then write k and v (rows of `kvStride`) into `layer` of the pool.
+fused::RopeKvParams ropeKvParams(const CudaLaunch& l, const DeviceStep& d, CUdeviceptr q,
+                                 CUdeviceptr k, CUdeviceptr v, int heads, int kvHeads,
+                                 int headDim, int rotary, int qStride, int kvStride,
+                                 int layer) {
+  const KvCacheLayout& kv = l.s->plan->kv_layout;
+  fused::RopeKvParams params{};
+  params.q = reinterpret_cast<void*>(q);
+  params.k = reinterpret_cast<void*>(k);
+  params.v = reinterpret_cast<const void*>(v);
+  params.kv_cache = reinterpret_cast<void*>(l.s->kv_pool.ptr());
+  params.positions = reinterpret_cast<const int*>(l.at(l.layout.positions));
+  params.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
+  params.inv_freq = reinterpret_cast<const float*>(d.inv_freq);
+  params.num_tokens = l.tokens();
+  params.num_heads = heads;
+  params.num_kv_heads = kvHeads;
+  params.head_dim = headDim;
+  params.rotary_dim = rotary;
+  params.q_stride = qStride;
+  params.k_stride = params.v_stride = kvStride;
+  params.num_layers = static_cast<int>(kv.num_layers);
+  params.layer = layer;
+  params.block_size = static_cast<int>(kv.block_size);
+  return params;
+}
+
 /// A device copy of `rows` rows of `width` floats from `from` to `to` (none when they are one
 /// slot: the plan put the output in its input's place).
 Status copyRows(const CudaLaunch& l, CUdeviceptr to, CUdeviceptr from, int64_t rows,
@@ -146,24 +174,10 @@ Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const D
   const CUdeviceptr qr = l.slot(p.outputs[0]), kr = l.slot(p.outputs[1]);
   INGOT_RETURN_IF_ERROR(copyRows(l, qr, l.slot(p.inputs[0]), T, heads * headDim));
   INGOT_RETURN_IF_ERROR(copyRows(l, kr, l.slot(p.inputs[1]), T, kvHeads * headDim));
-  fused::RopeKvParams params{};
-  params.q = reinterpret_cast<void*>(qr);
-  params.k = reinterpret_cast<void*>(kr);
-  params.v = reinterpret_cast<const void*>(l.slot(p.inputs[2]));
-  params.kv_cache = reinterpret_cast<void*>(s.kv_pool.ptr());
-  params.positions = reinterpret_cast<const int*>(l.at(l.layout.positions));
-  params.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
-  params.inv_freq = reinterpret_cast<const float*>(d.inv_freq);
-  params.num_tokens = T;
-  params.num_heads = heads;
-  params.num_kv_heads = kvHeads;
-  params.head_dim = headDim;
-  params.rotary_dim = static_cast<int>(2 * p.inv_freq.size());
-  params.q_stride = heads * headDim;
-  params.k_stride = params.v_stride = kvHeads * headDim;
-  params.num_layers = static_cast<int>(kv.num_layers);
-  params.layer = static_cast<int>(p.layer);
-  params.block_size = static_cast<int>(kv.block_size);
+  fused::RopeKvParams params =
+      ropeKvParams(l, d, qr, kr, l.slot(p.inputs[2]), heads, kvHeads, headDim,
+                   static_cast<int>(2 * p.inv_freq.size()), heads * headDim, kvHeads * headDim,
+                   static_cast<int>(p.layer));
   if (l.fp8_kv) {
     // The f32 kernel must not write an fp8 pool: it rotates the queries, then the keys as
     // query heads of their own (no KV heads, so no write); the fp8 write stores the keys.
@@ -210,23 +224,8 @@ Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const Device
     stride = kvHeads * headDim;
     layer = static_cast<int>(p.layer);
   }
-  fused::RopeKvParams params{};
-  params.q = reinterpret_cast<void*>(q);
-  params.k = reinterpret_cast<void*>(k);
-  params.v = reinterpret_cast<const void*>(v);
-  params.kv_cache = reinterpret_cast<void*>(s.kv_pool.ptr());
-  params.positions = reinterpret_cast<const int*>(l.at(l.layout.positions));
-  params.slot_mapping = reinterpret_cast<const int*>(l.at(l.layout.slot_mapping));
-  params.inv_freq = reinterpret_cast<const float*>(d.inv_freq);
-  params.num_tokens = T;
-  params.num_heads = heads;
-  params.num_kv_heads = kvHeads;
-  params.head_dim = headDim;
-  params.rotary_dim = rotary;
-  params.q_stride = params.k_stride = params.v_stride = stride;
-  params.num_layers = static_cast<int>(kv.num_layers);
-  params.layer = layer;
-  params.block_size = static_cast<int>(kv.block_size);
+  fused::RopeKvParams params =
+      ropeKvParams(l, d, q, k, v, heads, kvHeads, headDim, rotary, stride, stride, layer);
   // Rope alone must not write the cache: its rows are not K/V. Padding slots (-1) are
   // skipped by the kernel; a rope step passes no kv heads, so it writes nothing.
   void* args[] = {&params};

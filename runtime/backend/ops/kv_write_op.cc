@@ -16,10 +16,15 @@ Status planKvWrite(StepPlanner& p, PlannedStep& step) {
   INGOT_RETURN_IF_ERROR(p.needInput(step.inputs[3], kInputSlotMapping, "slot_mapping"));
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[1], kv.rowFloats(), "keys"));
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[2], kv.rowFloats(), "values"));
+  return planKvLayer(p, step);
+}
+
+Status planKvLayer(StepPlanner& p, PlannedStep& step) {
+  const int64_t layers = p.programPlan().kv_layout.num_layers;
   step.layer = p.paramInt("layer", -1);
-  if (step.layer < 0 || step.layer >= kv.num_layers)
+  if (step.layer < 0 || step.layer >= layers)
     return p.fail("layer " + std::to_string(step.layer) + " is outside the cache's " +
-                  std::to_string(kv.num_layers));
+                  std::to_string(layers));
   return okStatus();
 }
 

@@ -17,6 +17,8 @@ Status runNormCpu(CpuStep& cpu, const PlannedStep& step);
 Status planAddRmsNorm(StepPlanner& p, PlannedStep& step);
 Status planRopeKvWrite(StepPlanner& p, PlannedStep& step);
 Status runRopeKvWriteCpu(CpuStep& cpu, const PlannedStep& step);
+/// The `layer` param of a step that writes the KV cache, checked against the cache.
+Status planKvLayer(StepPlanner& p, PlannedStep& step);
 /// kv_write's CPU half, shared with rope_kv_write: keys `k` and values `v` of `layer`.
 Status writeKvCpu(CpuStep& cpu, int64_t layer, const float* k, const float* v);
 Status runAddRmsNormCpu(CpuStep& cpu, const PlannedStep& step);

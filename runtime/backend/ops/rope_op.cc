@@ -69,11 +69,7 @@ Status planRopeKvWrite(StepPlanner& p, PlannedStep& step) {
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[1], kv.rowFloats(), "keys"));
   INGOT_RETURN_IF_ERROR(p.needActivation(step.outputs[1], kv.rowFloats(), "rotated keys"));
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[2], kv.rowFloats(), "values"));
-  step.layer = p.paramInt("layer", -1);
-  if (step.layer < 0 || step.layer >= kv.num_layers)
-    return p.fail("layer " + std::to_string(step.layer) + " is outside the cache's " +
-                  std::to_string(kv.num_layers));
-  return okStatus();
+  return planKvLayer(p, step);
 }
 
 Status runRopeCpu(CpuStep& cpu, const PlannedStep& s) {
