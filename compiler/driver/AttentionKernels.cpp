@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <chrono>
 #include <map>
 #include <optional>
