@@ -21,9 +21,6 @@ KNOWN_FILES = {
 
 # "path:function" -> lines, for functions over MAX_FUNCTION_LINES today.
 KNOWN_FUNCTIONS = {
-    'codegen/cuda/kernels/paged_decode.cuh:ingot::attn::pagedDecode': 207,
-    'codegen/cuda/kernels/paged_prefill.cuh:ingot::attn::pagedPrefill': 196,
-    'core/region/region_evaluator.cc:ingot::RegionProgram::run': 223,
 }
 
 

@@ -90,6 +90,160 @@ Status trap(size_t n, RegionOpcode op, const char* what) {
                          regionOpcodeName(op) + "): " + what);
 }
 
+// The helpers below run once per instruction of the evaluator's dispatch loop: they are
+// forced inline so every case stays straight-line code under the one switch, and the
+// errors they report are built by separate cold functions.
+
+/// Element `offset` of operand data of element type `type`, zero-extended (i1 as 0 or 1).
+[[gnu::always_inline]] inline uint64_t loadElement(const uint8_t* base, uint64_t offset,
+                                                   RegionType type) {
+  switch (type) {
+    case RegionType::kI1: return base[offset] != 0;
+    case RegionType::kI8: return base[offset];
+    case RegionType::kI16: {
+      uint16_t v;
+      std::memcpy(&v, base + offset * 2, 2);
+      return v;
+    }
+    case RegionType::kI32:
+    case RegionType::kF32: {
+      uint32_t v;
+      std::memcpy(&v, base + offset * 4, 4);
+      return v;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, base + offset * 8, 8);
+      return v;
+    }
+  }
+}
+
+/// Row-major offset of the element kRegionLoad `in` reads from `view`, into `*offset`.
+/// Returns the first dimension whose index is poison or out of range, or -1 when none is.
+[[gnu::always_inline]] inline int elementOffset(const RegionInstruction& in,
+                                                const RegionOperandView& view,
+                                                const uint16_t* load_indices, const uint64_t* reg,
+                                                const bool* poison, uint64_t* offset) {
+  uint64_t result = 0;
+  for (uint32_t d = 0; d < in.rank; ++d) {
+    const uint16_t index_reg = load_indices[in.first_index + d];
+    if (poison[index_reg]) return static_cast<int>(d);
+    const int64_t i = static_cast<int64_t>(reg[index_reg]);
+    if (i < 0 || i >= view.shape[d]) return static_cast<int>(d);
+    result = result * static_cast<uint64_t>(view.shape[d]) + static_cast<uint64_t>(i);
+  }
+  *offset = result;
+  return -1;
+}
+
+/// Performs kRegionLoad `in` of `view` into `*out`; false (reading nothing) when an index
+/// is poison or out of range.
+[[gnu::always_inline]] inline bool loadOperand(const RegionInstruction& in,
+                                               const RegionOperandView& view,
+                                               const uint16_t* load_indices, const uint64_t* reg,
+                                               const bool* poison, uint64_t* out) {
+  uint64_t offset = 0;
+  if (elementOffset(in, view, load_indices, reg, poison, &offset) >= 0) return false;
+  *out = loadElement(static_cast<const uint8_t*>(view.data), offset, in.type);
+  return true;
+}
+
+/// The error of kRegionLoad `in` (instruction `n`) when loadOperand() failed: names the
+/// first index that is poison or out of range.
+[[gnu::cold, gnu::noinline]] Status loadError(size_t n, const RegionInstruction& in,
+                                               const RegionOperandView& view,
+                                               const uint16_t* load_indices,
+                                               const uint64_t* reg, const bool* poison) {
+  uint64_t offset = 0;
+  const uint32_t d =
+      static_cast<uint32_t>(elementOffset(in, view, load_indices, reg, poison, &offset));
+  const uint16_t index_reg = load_indices[in.first_index + d];
+  if (poison[index_reg]) {
+    return invalidArgument("region evaluation: instruction " + std::to_string(n) +
+                           " (region_load): index of dim " + std::to_string(d) + " is poison");
+  }
+  const int64_t i = static_cast<int64_t>(reg[index_reg]);
+  return invalidArgument("region evaluation: instruction " + std::to_string(n) +
+                         " (region_load): index " + std::to_string(i) + " of dim " +
+                         std::to_string(d) + " of operand #" + std::to_string(in.a8) +
+                         " out of range [0, " + std::to_string(view.shape[d]) + ")");
+}
+
+/// kDivSI / kRemSI of `w`-bit values into `*out`; returns why it traps, or nullptr.
+[[gnu::always_inline]] inline const char* divideSigned(RegionOpcode op, uint64_t x, uint64_t y,
+                                                       unsigned w, uint64_t m, uint64_t* out) {
+  const int64_t a = signExtend(x, w), b = signExtend(y, w);
+  if (b == 0) return "division by zero";
+  const int64_t min = w >= 64 ? std::numeric_limits<int64_t>::min()
+                              : -static_cast<int64_t>(uint64_t{1} << (w - 1));
+  if (a == min && b == -1) return "signed division overflow";
+  *out = static_cast<uint64_t>(op == RegionOpcode::kDivSI ? a / b : a % b) & m;
+  return nullptr;
+}
+
+/// kShLI / kShRSI / kShRUI of a `w`-bit value; an amount >= w sets `*out_poison` (MLIR:
+/// poison, not undefined behaviour) and gives 0.
+[[gnu::always_inline]] inline uint64_t shift(RegionOpcode op, uint64_t x, uint64_t y, unsigned w,
+                                             uint64_t m, bool* out_poison) {
+  if (y >= w) {
+    *out_poison = true;
+    return 0;
+  }
+  if (op == RegionOpcode::kShLI) return (x << y) & m;
+  if (op == RegionOpcode::kShRUI) return x >> y;
+  return static_cast<uint64_t>(signExtend(x, w) >> y) & m;
+}
+
+/// kMaximumF / kMinimumF of f32 bits: NaN if either is NaN.
+[[gnu::always_inline]] inline uint64_t nanPropagatingMinMax(uint64_t x, uint64_t y, bool max) {
+  const float a = asFloat(x), b = asFloat(y);
+  if (std::isnan(a) || std::isnan(b)) return fromFloat(std::numeric_limits<float>::quiet_NaN());
+  return fromFloat(max ? maxOrdered(a, b) : minOrdered(a, b));
+}
+
+/// kMaxNumF / kMinNumF of f32 bits: the other operand if one is NaN.
+[[gnu::always_inline]] inline uint64_t nanIgnoringMinMax(uint64_t x, uint64_t y, bool max) {
+  const float a = asFloat(x), b = asFloat(y);
+  if (std::isnan(a)) return y;
+  if (std::isnan(b)) return x;
+  return fromFloat(max ? maxOrdered(a, b) : minOrdered(a, b));
+}
+
+/// kFPToSI / kFPToUI of f32 bits to a `w`-bit integer, toward zero; NaN or a value out of
+/// range sets `*out_poison` and gives 0.
+[[gnu::always_inline]] inline uint64_t floatToInt(uint64_t x, bool is_signed, unsigned w,
+                                                  uint64_t m, bool* out_poison) {
+  const float f = asFloat(x);
+  if (std::isnan(f)) {
+    *out_poison = true;
+    return 0;
+  }
+  const double t = std::trunc(static_cast<double>(f));
+  // Representable range of the destination: signed [-2^(w-1), 2^(w-1)), unsigned
+  // [0, 2^w); the bounds are powers of two, so exact in double.
+  const double lo = is_signed ? -std::ldexp(1.0, static_cast<int>(w) - 1) : 0.0;
+  const double hi = std::ldexp(1.0, is_signed ? static_cast<int>(w) - 1 : static_cast<int>(w));
+  if (!(t >= lo && t < hi)) {
+    *out_poison = true;
+    return 0;
+  }
+  return is_signed ? static_cast<uint64_t>(static_cast<int64_t>(t)) & m
+                   : static_cast<uint64_t>(t) & m;
+}
+
+/// The error when poison reaches the yield.
+[[gnu::cold, gnu::noinline]] Status yieldPoisonError() {
+  return invalidArgument(
+      "region evaluation: the yielded value is poison (an out-of-range shift or "
+      "float-to-integer conversion reached it)");
+}
+
+/// The error when the register evalRegisterPrechecked() asked for is poison.
+[[gnu::cold, gnu::noinline]] Status registerPoisonError(int reg) {
+  return invalidArgument("region evaluation: register %" + std::to_string(reg) + " is poison");
+}
+
 }  // namespace
 
 Status RegionProgram::checkOperands(const RegionOperandView* operands,
@@ -214,60 +368,20 @@ Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operand
     switch (in.opcode) {
       case RegionOpcode::kConstant: out = in.imm; break;
       case RegionOpcode::kArgument: out = args[in.a8]; break;
-      case RegionOpcode::kRegionLoad: {
-        const RegionOperandView& view = operands[in.a8];
-        uint64_t offset = 0;
-        for (uint32_t d = 0; d < in.rank; ++d) {
-          const uint16_t index_reg = load_indices_[in.first_index + d];
-          if (poison[index_reg]) {
-            return invalidArgument("region evaluation: instruction " + std::to_string(n) +
-                                   " (region_load): index of dim " + std::to_string(d) +
-                                   " is poison");
-          }
-          const int64_t i = static_cast<int64_t>(reg[index_reg]);
-          if (i < 0 || i >= view.shape[d]) {
-            return invalidArgument("region evaluation: instruction " + std::to_string(n) +
-                                   " (region_load): index " + std::to_string(i) + " of dim " +
-                                   std::to_string(d) + " of operand #" +
-                                   std::to_string(in.a8) + " out of range [0, " +
-                                   std::to_string(view.shape[d]) + ")");
-          }
-          offset = offset * static_cast<uint64_t>(view.shape[d]) + static_cast<uint64_t>(i);
-        }
-        const uint8_t* base = static_cast<const uint8_t*>(view.data);
-        switch (in.type) {
-          case RegionType::kI1: out = base[offset] != 0; break;
-          case RegionType::kI8: out = base[offset]; break;
-          case RegionType::kI16: {
-            uint16_t v;
-            std::memcpy(&v, base + offset * 2, 2);
-            out = v;
-            break;
-          }
-          case RegionType::kI32:
-          case RegionType::kF32: {
-            uint32_t v;
-            std::memcpy(&v, base + offset * 4, 4);
-            out = v;
-            break;
-          }
-          default: std::memcpy(&out, base + offset * 8, 8); break;
+      case RegionOpcode::kRegionLoad:
+        if (!loadOperand(in, operands[in.a8], load_indices_.data(), reg, poison, &out)) {
+          return loadError(n, in, operands[in.a8], load_indices_.data(), reg, poison);
         }
         break;
-      }
       case RegionOpcode::kAddI: out = (x + y) & m; break;
       case RegionOpcode::kSubI: out = (x - y) & m; break;
       case RegionOpcode::kMulI: out = (x * y) & m; break;
       case RegionOpcode::kDivSI:
-      case RegionOpcode::kRemSI: {
-        const int64_t a = signExtend(x, w), b = signExtend(y, w);
-        if (b == 0) return trap(n, in.opcode, "division by zero");
-        const int64_t min = w >= 64 ? std::numeric_limits<int64_t>::min()
-                                    : -static_cast<int64_t>(uint64_t{1} << (w - 1));
-        if (a == min && b == -1) return trap(n, in.opcode, "signed division overflow");
-        out = static_cast<uint64_t>(in.opcode == RegionOpcode::kDivSI ? a / b : a % b) & m;
+      case RegionOpcode::kRemSI:
+        if (const char* what = divideSigned(in.opcode, x, y, w, m, &out)) {
+          return trap(n, in.opcode, what);
+        }
         break;
-      }
       case RegionOpcode::kDivUI:
         if (y == 0) return trap(n, in.opcode, "division by zero");
         out = x / y;
@@ -281,59 +395,23 @@ Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operand
       case RegionOpcode::kXOrI: out = x ^ y; break;
       case RegionOpcode::kShLI:
       case RegionOpcode::kShRSI:
-      case RegionOpcode::kShRUI:
-        if (y >= w) {
-          out_poison = true;  // MLIR: poison, not undefined behaviour
-        } else if (in.opcode == RegionOpcode::kShLI) {
-          out = (x << y) & m;
-        } else if (in.opcode == RegionOpcode::kShRUI) {
-          out = x >> y;
-        } else {
-          out = static_cast<uint64_t>(signExtend(x, w) >> y) & m;
-        }
-        break;
+      case RegionOpcode::kShRUI: out = shift(in.opcode, x, y, w, m, &out_poison); break;
       case RegionOpcode::kMaxSI: out = signExtend(x, w) >= signExtend(y, w) ? x : y; break;
       case RegionOpcode::kMinSI: out = signExtend(x, w) <= signExtend(y, w) ? x : y; break;
       case RegionOpcode::kMaxUI: out = x >= y ? x : y; break;
       case RegionOpcode::kMinUI: out = x <= y ? x : y; break;
       case RegionOpcode::kCmpI: out = compareInt(in.a8, x, y, typeBitWidth(in.src_type)); break;
-      case RegionOpcode::kAbsI: {
-        const int64_t a = signExtend(x, w);
-        out = (a < 0 ? uint64_t{0} - x : x) & m;
-        break;
-      }
+      case RegionOpcode::kAbsI: out = (signExtend(x, w) < 0 ? uint64_t{0} - x : x) & m; break;
       case RegionOpcode::kAddF: out = fromFloat(asFloat(x) + asFloat(y)); break;
       case RegionOpcode::kSubF: out = fromFloat(asFloat(x) - asFloat(y)); break;
       case RegionOpcode::kMulF: out = fromFloat(asFloat(x) * asFloat(y)); break;
       case RegionOpcode::kDivF: out = fromFloat(asFloat(x) / asFloat(y)); break;
-      case RegionOpcode::kMaximumF:
-      case RegionOpcode::kMinimumF: {
-        const float a = asFloat(x), b = asFloat(y);
-        if (std::isnan(a) || std::isnan(b)) {
-          out = fromFloat(std::numeric_limits<float>::quiet_NaN());
-        } else {
-          out = fromFloat(in.opcode == RegionOpcode::kMaximumF ? maxOrdered(a, b)
-                                                                : minOrdered(a, b));
-        }
-        break;
-      }
-      case RegionOpcode::kMaxNumF:
-      case RegionOpcode::kMinNumF: {
-        const float a = asFloat(x), b = asFloat(y);
-        if (std::isnan(a)) {
-          out = y;
-        } else if (std::isnan(b)) {
-          out = x;
-        } else {
-          out = fromFloat(in.opcode == RegionOpcode::kMaxNumF ? maxOrdered(a, b)
-                                                               : minOrdered(a, b));
-        }
-        break;
-      }
+      case RegionOpcode::kMaximumF: out = nanPropagatingMinMax(x, y, true); break;
+      case RegionOpcode::kMinimumF: out = nanPropagatingMinMax(x, y, false); break;
+      case RegionOpcode::kMaxNumF: out = nanIgnoringMinMax(x, y, true); break;
+      case RegionOpcode::kMinNumF: out = nanIgnoringMinMax(x, y, false); break;
       case RegionOpcode::kPowF: out = fromFloat(std::pow(asFloat(x), asFloat(y))); break;
-      case RegionOpcode::kCopySign:
-        out = fromFloat(std::copysign(asFloat(x), asFloat(y)));
-        break;
+      case RegionOpcode::kCopySign: out = fromFloat(std::copysign(asFloat(x), asFloat(y))); break;
       case RegionOpcode::kCmpF: out = compareFloat(in.a8, asFloat(x), asFloat(y)); break;
       case RegionOpcode::kNegF: out = x ^ 0x80000000u; break;
       case RegionOpcode::kAbsF: out = x & 0x7fffffffu; break;
@@ -347,61 +425,29 @@ Status RegionProgram::run(const uint64_t* args, const RegionOperandView* operand
       case RegionOpcode::kFloor: out = fromFloat(std::floor(asFloat(x))); break;
       case RegionOpcode::kCeil: out = fromFloat(std::ceil(asFloat(x))); break;
       case RegionOpcode::kSelect: out = x != 0 ? y : reg[in.src[2]]; break;
-      case RegionOpcode::kIndexCast:
-        // iN -> index sign-extends; index -> iN truncates.
+      case RegionOpcode::kIndexCast:  // iN -> index sign-extends; index -> iN truncates
+      case RegionOpcode::kExtSI:
         out = static_cast<uint64_t>(signExtend(x, typeBitWidth(in.src_type))) & m;
         break;
       case RegionOpcode::kIndexCastUI:
       case RegionOpcode::kExtUI:
-      case RegionOpcode::kTruncI:
-        out = x & m;
-        break;
-      case RegionOpcode::kExtSI:
-        out = static_cast<uint64_t>(signExtend(x, typeBitWidth(in.src_type))) & m;
-        break;
+      case RegionOpcode::kTruncI: out = x & m; break;
       case RegionOpcode::kSIToFP:
         out = fromFloat(static_cast<float>(signExtend(x, typeBitWidth(in.src_type))));
         break;
       case RegionOpcode::kUIToFP: out = fromFloat(static_cast<float>(x)); break;
-      case RegionOpcode::kFPToSI:
-      case RegionOpcode::kFPToUI: {
-        const float f = asFloat(x);
-        if (std::isnan(f)) {
-          out_poison = true;
-          break;
-        }
-        const double t = std::trunc(static_cast<double>(f));
-        const bool is_signed = in.opcode == RegionOpcode::kFPToSI;
-        // Representable range of the destination: signed [-2^(w-1), 2^(w-1)), unsigned
-        // [0, 2^w); the bounds are powers of two, so exact in double.
-        const double lo = is_signed ? -std::ldexp(1.0, static_cast<int>(w) - 1) : 0.0;
-        const double hi = std::ldexp(1.0, is_signed ? static_cast<int>(w) - 1 : static_cast<int>(w));
-        if (!(t >= lo && t < hi)) {
-          out_poison = true;
-          break;
-        }
-        out = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(t)) & m
-                        : static_cast<uint64_t>(t) & m;
-        break;
-      }
+      case RegionOpcode::kFPToSI: out = floatToInt(x, true, w, m, &out_poison); break;
+      case RegionOpcode::kFPToUI: out = floatToInt(x, false, w, m, &out_poison); break;
       case RegionOpcode::kYield:
-        if (out_poison) {
-          return invalidArgument(
-              "region evaluation: the yielded value is poison (an out-of-range shift or "
-              "float-to-integer conversion reached it)");
-        }
+        if (out_poison) return yieldPoisonError();
         *result = x;
         return okStatus();
-      case RegionOpcode::kInvalid:
-        break;
+      case RegionOpcode::kInvalid: break;
     }
     reg[in.dst] = out;
     poison[in.dst] = out_poison;
     if (static_cast<int>(in.dst) == stop_reg) {
-      if (out_poison) {
-        return invalidArgument("region evaluation: register %" + std::to_string(stop_reg) +
-                               " is poison");
-      }
+      if (out_poison) return registerPoisonError(stop_reg);
       *result = out;
       return okStatus();
     }

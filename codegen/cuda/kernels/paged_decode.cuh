@@ -72,6 +72,276 @@ __device__ __forceinline__ float warpSum(float v) {
   return v;
 }
 
+/// How the decode kernel's threads share a pass of kRows rows over a tile of kKeys keys:
+/// warp w scores rows w, w + kWarps, ... (kRowsPerWarp of them, lane = key), and for P.V
+/// thread tid owns kCols columns of kRowsPerThread rows. Also the types of the per-thread
+/// register arrays of those shares and of the shared tiles (pagedDecode declares the tiles).
+template <int D, int G>
+struct DecodeLayout {
+  using Tile = DecodeTile<G>;
+  static constexpr int kRowsPerWarp = Tile::kRows / Tile::kWarps;
+  static constexpr int kCols = D > Tile::kThreads ? D / Tile::kThreads : 1;
+  static constexpr int kRowGroups = Tile::kThreads > D ? Tile::kThreads / D : 1;
+  static constexpr int kRowsPerThread = Tile::kRows / kRowGroups;
+  static_assert(Tile::kThreads % D == 0 || D % Tile::kThreads == 0, "columns map onto threads");
+
+  using WarpRows = float[kRowsPerWarp];           ///< one value per row of the warp
+  using Acc = float[kRowsPerThread][kCols];       ///< P.V accumulators of a thread
+  using QTile = float[Tile::kRows][D + 1];        ///< sQ
+  using KTile = float[Tile::kKeys][D + 1];        ///< sK
+  using VTile = float[Tile::kKeys][D];            ///< sV
+  using PTile = float[Tile::kRows][Tile::kKeys];  ///< sP
+  using RowStats = float[Tile::kRows];            ///< sAlpha, sMax, sSum
+
+  /// The pass row of warp `warp`'s k-th score row.
+  static __device__ int warpRow(int warp, int k) { return warp + Tile::kWarps * k; }
+  /// The pass row of thread `tid`'s k-th P.V row.
+  static __device__ int pvRow(int tid, int k) {
+    return tid / (Tile::kThreads / kRowGroups) % kRowGroups + kRowGroups * k;
+  }
+  /// The column of thread `tid`'s c-th P.V column.
+  static __device__ int pvCol(int tid, int c) {
+    return (tid % (Tile::kThreads / kRowGroups)) * kCols + c;
+  }
+};
+
+/// The rows and keys of one decode CTA: kv head g = blockIdx.x of request b = blockIdx.y,
+/// keys [keyBegin, keyEnd) of split blockIdx.z, rows r = i * G + j of the request's tokens.
+template <int G>
+struct DecodeRows {
+  int g, b, split, len, tokenBegin, firstSlot, keyBegin, keyEnd, numRows;
+  __device__ explicit DecodeRows(const PagedAttentionParams &p) {
+    g = blockIdx.x;
+    b = blockIdx.y;
+    split = blockIdx.z;
+    len = p.seq_lens[b];
+    tokenBegin = p.query_start[b];
+    const int numTokens = p.query_start[b + 1] - tokenBegin;
+    firstSlot = len - numTokens;  // KV slot of the request's first new token
+    keyBegin = split * p.keys_per_split;
+    keyEnd = min(len, keyBegin + p.keys_per_split);
+    numRows = numTokens * G;
+  }
+};
+
+/// Offset (in elements) in the paged pool of column d of key slot kv's K row for kv head g
+/// of layer p.layer; its V row is block_size rows further. `block` receives the slot's block.
+template <int D>
+__device__ __forceinline__ long long kvRowOffset(const PagedAttentionParams &p,
+                                                 const int *blocks, long long rowStride,
+                                                 int g, int kv, int d, long long &block) {
+  block = blocks[kv / p.block_size];
+  return (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
+             rowStride + static_cast<long long>(g) * D + d;
+}
+
+/// Index in p.kv_scales of the K scale of (block, p.layer, kv head g); V's is num_kv_heads
+/// further.
+__device__ __forceinline__ long long kvScaleIndex(const PagedAttentionParams &p,
+                                                  long long block, int g) {
+  return ((block * p.num_layers + p.layer) * 2) * p.num_kv_heads + g;
+}
+
+/// Q rows rowBase.. of the pass into sQ as f32, 16-byte loads (rows past the end are zeros
+/// and never written back).
+template <typename T, int D, int G>
+__device__ __forceinline__ void loadDecodeQuery(const PagedAttentionParams &p, const T *q,
+                                                const DecodeRows<G> &rows, int rowBase,
+                                                int tid,
+                                                typename DecodeLayout<D, G>::QTile &sQ) {
+  using Tile = DecodeTile<G>;
+  constexpr int kVec = kVecOf<T>;
+  for (int e = tid * kVec; e < Tile::kRows * D; e += Tile::kThreads * kVec) {
+    const int r = e / D, d = e % D, row = rowBase + r;
+    float v[kVec];
+    if (row < rows.numRows) {
+      const int token = rows.tokenBegin + row / G, h = rows.g * G + row % G;
+      loadVec(q + (static_cast<long long>(token) * p.num_heads + h) * D + d, v);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) v[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) sQ[r][d + i] = v[i];
+  }
+}
+
+/// kVecOf<T> elements each of one key's K and V rows (at `base` and `base + vOffset`) to
+/// kDst / vDst as f32; zeros for a missing key (`present` false).
+template <typename T>
+__device__ __forceinline__ void stageKvVec(const T *cache, bool present, long long base,
+                                           long long vOffset, float *kDst, float *vDst) {
+  constexpr int kVec = kVecOf<T>;
+  float k[kVec], v[kVec];
+  if (present) {
+    loadVec(cache + base, k);
+    loadVec(cache + base + vOffset, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    kDst[i] = k[i];
+    vDst[i] = v[i];
+  }
+}
+
+/// Gathers K and V rows of keys tileStart.. from their blocks into sK / sV as f32, 16-byte
+/// loads; missing keys are zeros (their weight is 0, and 0 * 0 keeps P.V finite).
+template <typename T, int D, int G, bool KvFp8>
+__device__ __forceinline__ void gatherDecodeKv(const PagedAttentionParams &p,
+                                               const DecodeRows<G> &rows, const int *blocks,
+                                               long long rowStride, int tileStart, int tid,
+                                               typename DecodeLayout<D, G>::KTile &sK,
+                                               typename DecodeLayout<D, G>::VTile &sV) {
+  using Tile = DecodeTile<G>;
+  constexpr int kKvVec = KvFp8 ? 16 : kVecOf<T>;  // pool elements per 16-byte load
+  for (int e = tid * kKvVec; e < Tile::kKeys * D; e += Tile::kThreads * kKvVec) {
+    const int j = e / D, d = e % D, kv = tileStart + j;
+    long long base = 0, block = 0;
+    if (kv < rows.keyEnd) base = kvRowOffset<D>(p, blocks, rowStride, rows.g, kv, d, block);
+    if constexpr (KvFp8) {
+      // 16 codes each of K and V times their block-head's scales, decoded straight into
+      // shared memory (holding 32 decoded floats per thread spills at D = 128): exactly
+      // the CPU's decoded rows. Missing keys are zero codes times zero.
+      uint4 kRaw = make_uint4(0u, 0u, 0u, 0u), vRaw = kRaw;
+      float kScale = 0.0f, vScale = 0.0f;
+      if (kv < rows.keyEnd) {
+        const unsigned char *codes = static_cast<const unsigned char *>(p.kv_cache) + base;
+        const long long scale = kvScaleIndex(p, block, rows.g);
+        kRaw = *reinterpret_cast<const uint4 *>(codes);
+        vRaw = *reinterpret_cast<const uint4 *>(
+            codes + static_cast<long long>(p.block_size) * rowStride);
+        kScale = p.kv_scales[scale];
+        vScale = p.kv_scales[scale + p.num_kv_heads];
+      }
+      kvfp8::storeFp8Vec(kRaw, kScale, &sK[j][d]);
+      kvfp8::storeFp8Vec(vRaw, vScale, &sV[j][d]);
+    } else {
+      stageKvVec(static_cast<const T *>(p.kv_cache), kv < rows.keyEnd, base,
+                 static_cast<long long>(p.block_size) * rowStride, &sK[j][d], &sV[j][d]);
+    }
+  }
+}
+
+/// Scores of this warp's rows against key tileStart + lane: q.k over the staged tiles, then
+/// the variant (mask, then the score region on visible keys only); -inf where hidden.
+template <class V, int D, int G>
+__device__ __forceinline__ void scoreDecodeTile(
+    const PagedAttentionParams &p, const rgn::RegionOperands &ops, const DecodeRows<G> &rows,
+    int rowBase, int tileStart, int lane, int warp, const typename DecodeLayout<D, G>::QTile &sQ,
+    const typename DecodeLayout<D, G>::KTile &sK, typename DecodeLayout<D, G>::WarpRows &s) {
+  using L = DecodeLayout<D, G>;
+  const int kv = tileStart + lane;
+#pragma unroll
+  for (int k = 0; k < L::kRowsPerWarp; ++k) s[k] = 0.0f;
+  for (int d = 0; d < D; ++d) {
+    const float kd = sK[lane][d];
+#pragma unroll
+    for (int k = 0; k < L::kRowsPerWarp; ++k) s[k] = fmaf(sQ[L::warpRow(warp, k)][d], kd, s[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < L::kRowsPerWarp; ++k) {
+    const int row = rowBase + L::warpRow(warp, k);
+    float score = negInf();
+    if (row < rows.numRows && kv < rows.keyEnd) {
+      const long long qSlot = rows.firstSlot + row / G, h = rows.g * G + row % G;
+      bool visible = true;
+      if constexpr (V::kHasMask) {
+        // A mask of the form `kv <= q && ...` hides later keys without running (as the
+        // CPU backend does, so neither evaluates it there).
+        if (V::kMaskImpliesCausal && kv > qSlot) visible = false;
+        else visible = V::mask(ops, rows.b, h, qSlot, kv);
+      }
+      if (visible) {
+        score = p.scale * s[k];
+        if constexpr (V::kHasScore) score = V::score(ops, score, rows.b, h, qSlot, kv);
+      }
+    }
+    s[k] = score;
+  }
+}
+
+/// The online-softmax step of this warp's rows over one tile, a warp per row: the running
+/// max and sum (in every lane), P to sP and each row's rescale factor to sAlpha.
+template <int D, int G>
+__device__ __forceinline__ void decodeSoftmaxStep(
+    const typename DecodeLayout<D, G>::WarpRows &s, typename DecodeLayout<D, G>::WarpRows &runMax,
+    typename DecodeLayout<D, G>::WarpRows &runSum, int lane, int warp,
+    typename DecodeLayout<D, G>::PTile &sP, typename DecodeLayout<D, G>::RowStats &sAlpha) {
+  using L = DecodeLayout<D, G>;
+#pragma unroll
+  for (int k = 0; k < L::kRowsPerWarp; ++k) {
+    const int r = L::warpRow(warp, k);
+    const float newMax = fmaxf(runMax[k], warpMax(s[k]));
+    float alpha = 1.0f, pr = 0.0f;
+    if (newMax != negInf()) {
+      alpha = runMax[k] == negInf() ? 0.0f : __expf(runMax[k] - newMax);
+      pr = s[k] == negInf() ? 0.0f : __expf(s[k] - newMax);
+      runMax[k] = newMax;
+    }
+    runSum[k] = runSum[k] * alpha + warpSum(pr);
+    sP[r][lane] = pr;
+    if (lane == 0) sAlpha[r] = alpha;
+  }
+}
+
+/// acc = alpha acc + P V for this thread's (rows, columns).
+template <int D, int G>
+__device__ __forceinline__ void accumulateDecodePV(
+    typename DecodeLayout<D, G>::Acc &acc, int tid, const typename DecodeLayout<D, G>::PTile &sP,
+    const typename DecodeLayout<D, G>::VTile &sV,
+    const typename DecodeLayout<D, G>::RowStats &sAlpha) {
+  using L = DecodeLayout<D, G>;
+#pragma unroll
+  for (int k = 0; k < L::kRowsPerThread; ++k) {
+    const int r = L::pvRow(tid, k);
+#pragma unroll
+    for (int c = 0; c < L::kCols; ++c) {
+      const int d = L::pvCol(tid, c);
+      float a = acc[k][c] * sAlpha[r];
+#pragma unroll
+      for (int j = 0; j < DecodeTile<G>::kKeys; ++j) a = fmaf(sP[r][j], sV[j][d], a);
+      acc[k][c] = a;
+    }
+  }
+}
+
+/// Results of this thread's rows from the row statistics in sMax / sSum: the output itself
+/// when there is one split, else this split's normalized partial and its max and sum.
+template <typename T, int D, int G>
+__device__ __forceinline__ void storeDecodeRows(
+    const PagedAttentionParams &p, const DecodeRows<G> &rows, int rowBase, int tid,
+    const typename DecodeLayout<D, G>::Acc &acc, const typename DecodeLayout<D, G>::RowStats &sMax,
+    const typename DecodeLayout<D, G>::RowStats &sSum) {
+  using L = DecodeLayout<D, G>;
+  const int split = rows.split;
+#pragma unroll
+  for (int k = 0; k < L::kRowsPerThread; ++k) {
+    const int r = L::pvRow(tid, k);
+    const int row = rowBase + r;
+    if (row >= rows.numRows) continue;
+    const int token = rows.tokenBegin + row / G, h = rows.g * G + row % G;
+    const float sum = sSum[r];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const long long th = static_cast<long long>(token) * p.num_heads + h;
+#pragma unroll
+    for (int c = 0; c < L::kCols; ++c) {
+      const int d = L::pvCol(tid, c);
+      if (p.num_splits == 1) {
+        static_cast<T *>(p.out)[th * D + d] = fromFloat<T>(acc[k][c] * inv);
+      } else {
+        p.partial_out[(th * p.num_splits + split) * D + d] = acc[k][c] * inv;
+      }
+    }
+    if (p.num_splits > 1 && tid % (DecodeTile<G>::kThreads / L::kRowGroups) == 0) {
+      p.partial_max[th * p.num_splits + split] = sMax[r];
+      p.partial_sum[th * p.num_splits + split] = sum;
+    }
+  }
+}
+
 /// The decode kernel body; `extern "C"` wrappers (AttentionKernelSource) instantiate it.
 /// T: element type of q, the KV pool and out (float or __nv_bfloat16); D: head dim; G: query
 /// heads per kv head. KvFp8: the pool holds E4M3 codes with per-block-head scales
@@ -80,16 +350,9 @@ template <class V, typename T, int D, int G, bool KvFp8 = false>
 __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
                                             const rgn::RegionOperands &ops) {
   using Tile = DecodeTile<G>;
-  constexpr int kRows = Tile::kRows, kKeys = Tile::kKeys, kThreads = Tile::kThreads;
+  using L = DecodeLayout<D, G>;
+  constexpr int kRows = Tile::kRows, kKeys = Tile::kKeys;
   static_assert(D == 32 || D == 64 || D == 128, "head dim: 32, 64 or 128 (shared memory)");
-  static_assert(kThreads % D == 0 || D % kThreads == 0, "columns map onto threads");
-  // P.V: each thread owns kCols columns of kRows / kRowGroups rows.
-  constexpr int kCols = D > kThreads ? D / kThreads : 1;
-  constexpr int kRowGroups = D < kThreads ? kThreads / D : 1;
-  constexpr int kRowsPerThread = kRows / kRowGroups;
-  constexpr int kRowsPerWarp = kRows / Tile::kWarps;
-  constexpr int kVec = kVecOf<T>;
-  constexpr int kKvVec = KvFp8 ? 16 : kVec;  // pool elements per 16-byte load
 
   __shared__ float sK[kKeys][D + 1];
   __shared__ float sV[kKeys][D];
@@ -99,188 +362,46 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
   __shared__ float sMax[kRows];
   __shared__ float sSum[kRows];
 
-  const int g = blockIdx.x, b = blockIdx.y, split = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int len = p.seq_lens[b];
-  const int tokenBegin = p.query_start[b];
-  const int numTokens = p.query_start[b + 1] - tokenBegin;
-  const int firstSlot = len - numTokens;  // KV slot of the request's first new token
-  const int keyBegin = split * p.keys_per_split;
-  const int keyEnd = min(len, keyBegin + p.keys_per_split);
-  const int numRows = numTokens * G;
+  const DecodeRows<G> rows(p);
   const T *q = static_cast<const T *>(p.q);
-  const T *cache = static_cast<const T *>(p.kv_cache);
-  const int *blocks = p.block_tables + static_cast<long long>(b) * p.max_blocks;
+  const int *blocks = p.block_tables + static_cast<long long>(rows.b) * p.max_blocks;
   const long long rowStride = static_cast<long long>(p.num_kv_heads) * D;  // one slot's row
 
-  for (int rowBase = 0; rowBase < numRows; rowBase += kRows) {
-    // Q rows of this pass as f32, 16-byte loads (rows past the end are zeros and never
-    // written back).
-    for (int e = tid * kVec; e < kRows * D; e += kThreads * kVec) {
-      const int r = e / D, d = e % D, row = rowBase + r;
-      float v[kVec];
-      if (row < numRows) {
-        const int token = tokenBegin + row / G, h = g * G + row % G;
-        loadVec(q + (static_cast<long long>(token) * p.num_heads + h) * D + d, v);
-      } else {
+  for (int rowBase = 0; rowBase < rows.numRows; rowBase += kRows) {
+    loadDecodeQuery<T, D, G>(p, q, rows, rowBase, tid, sQ);
+    // Running max and sum of the rows this warp owns, in every lane; and the P.V
+    // accumulators of this thread's rows and columns.
+    float runMax[L::kRowsPerWarp], runSum[L::kRowsPerWarp];
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) v[i] = 0.0f;
-      }
+    for (int k = 0; k < L::kRowsPerWarp; ++k) runMax[k] = negInf(), runSum[k] = 0.0f;
+    float acc[L::kRowsPerThread][L::kCols];
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) sQ[r][d + i] = v[i];
-    }
-    // Running max and sum of the rows this warp owns (rows warp + kWarps * k), in every
-    // lane; and the P.V accumulators of this thread's rows and columns.
-    float runMax[kRowsPerWarp], runSum[kRowsPerWarp];
-    #pragma unroll
-    for (int k = 0; k < kRowsPerWarp; ++k) runMax[k] = negInf(), runSum[k] = 0.0f;
-    float acc[kRowsPerThread][kCols];
-    #pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k)
-      for (int c = 0; c < kCols; ++c) acc[k][c] = 0.0f;
+    for (int k = 0; k < L::kRowsPerThread; ++k)
+      for (int c = 0; c < L::kCols; ++c) acc[k][c] = 0.0f;
 
-    for (int tileStart = keyBegin; tileStart < keyEnd; tileStart += kKeys) {
+    for (int tileStart = rows.keyBegin; tileStart < rows.keyEnd; tileStart += kKeys) {
       __syncthreads();  // the previous tile's K, V and P are consumed
-      // Gather K and V rows of the tile's keys from their blocks, 16-byte loads; missing
-      // keys are zeros (their weight is 0, and 0 * 0 keeps P.V finite).
-      for (int e = tid * kKvVec; e < kKeys * D; e += kThreads * kKvVec) {
-        const int j = e / D, d = e % D, kv = tileStart + j;
-        long long base = 0, block = 0;
-        if (kv < keyEnd) {
-          block = blocks[kv / p.block_size];
-          base = (((block * p.num_layers + p.layer) * 2) * p.block_size + kv % p.block_size) *
-                     rowStride + static_cast<long long>(g) * D + d;
-        }
-        if constexpr (KvFp8) {
-          // 16 codes each of K and V times their block-head's scales, decoded straight into
-          // shared memory (holding 32 decoded floats per thread spills at D = 128): exactly
-          // the CPU's decoded rows. Missing keys are zero codes times zero.
-          uint4 kRaw = make_uint4(0u, 0u, 0u, 0u), vRaw = kRaw;
-          float kScale = 0.0f, vScale = 0.0f;
-          if (kv < keyEnd) {
-            const unsigned char *codes = static_cast<const unsigned char *>(p.kv_cache) + base;
-            const long long scale = ((block * p.num_layers + p.layer) * 2) * p.num_kv_heads + g;
-            kRaw = *reinterpret_cast<const uint4 *>(codes);
-            vRaw = *reinterpret_cast<const uint4 *>(codes + static_cast<long long>(p.block_size) * rowStride);
-            kScale = p.kv_scales[scale];
-            vScale = p.kv_scales[scale + p.num_kv_heads];
-          }
-          kvfp8::storeFp8Vec(kRaw, kScale, &sK[j][d]);
-          kvfp8::storeFp8Vec(vRaw, vScale, &sV[j][d]);
-        } else {
-          float k[kVec], v[kVec];
-          if (kv < keyEnd) {
-            loadVec(cache + base, k);
-            loadVec(cache + base + static_cast<long long>(p.block_size) * rowStride, v);
-          } else {
-#pragma unroll
-            for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
-          }
-#pragma unroll
-          for (int i = 0; i < kVec; ++i) {
-            sK[j][d + i] = k[i];
-            sV[j][d + i] = v[i];
-          }
-        }
-      }
+      gatherDecodeKv<T, D, G, KvFp8>(p, rows, blocks, rowStride, tileStart, tid, sK, sV);
       __syncthreads();
-
-      // Scores: lane = key, warp = rows warp, warp + kWarps, ...
-      const int kv = tileStart + lane;
-      float s[kRowsPerWarp];
-      #pragma unroll
-      for (int k = 0; k < kRowsPerWarp; ++k) s[k] = 0.0f;
-      for (int d = 0; d < D; ++d) {
-        const float kd = sK[lane][d];
-        #pragma unroll
-        for (int k = 0; k < kRowsPerWarp; ++k) s[k] = fmaf(sQ[warp + Tile::kWarps * k][d], kd, s[k]);
-      }
-      // The variant: mask, then the score region on visible keys only.
-      #pragma unroll
-      for (int k = 0; k < kRowsPerWarp; ++k) {
-        const int row = rowBase + warp + Tile::kWarps * k;
-        float score = negInf();
-        if (row < numRows && kv < keyEnd) {
-          const long long qSlot = firstSlot + row / G, h = g * G + row % G;
-          bool visible = true;
-          if constexpr (V::kHasMask) {
-            // A mask of the form `kv <= q && ...` hides later keys without running (as the
-            // CPU backend does, so neither evaluates it there).
-            if (V::kMaskImpliesCausal && kv > qSlot) visible = false;
-            else visible = V::mask(ops, b, h, qSlot, kv);
-          }
-          if (visible) {
-            score = p.scale * s[k];
-            if constexpr (V::kHasScore) score = V::score(ops, score, b, h, qSlot, kv);
-          }
-        }
-        s[k] = score;
-      }
-      // Online softmax, a warp per row.
-      #pragma unroll
-      for (int k = 0; k < kRowsPerWarp; ++k) {
-        const int r = warp + Tile::kWarps * k;
-        const float newMax = fmaxf(runMax[k], warpMax(s[k]));
-        float alpha = 1.0f, pr = 0.0f;
-        if (newMax != negInf()) {
-          alpha = runMax[k] == negInf() ? 0.0f : __expf(runMax[k] - newMax);
-          pr = s[k] == negInf() ? 0.0f : __expf(s[k] - newMax);
-          runMax[k] = newMax;
-        }
-        runSum[k] = runSum[k] * alpha + warpSum(pr);
-        sP[r][lane] = pr;
-        if (lane == 0) sAlpha[r] = alpha;
-      }
-      __syncthreads();
-      // P.V for this thread's (rows, columns).
-      #pragma unroll
-      for (int k = 0; k < kRowsPerThread; ++k) {
-        const int r = tid / (kThreads / kRowGroups) % kRowGroups + kRowGroups * k;
-        #pragma unroll
-        for (int c = 0; c < kCols; ++c) {
-          const int d = (tid % (kThreads / kRowGroups)) * kCols + c;
-          float a = acc[k][c] * sAlpha[r];
-          #pragma unroll
-          for (int j = 0; j < kKeys; ++j) a = fmaf(sP[r][j], sV[j][d], a);
-          acc[k][c] = a;
-        }
-      }
+      float s[L::kRowsPerWarp];
+      scoreDecodeTile<V, D, G>(p, ops, rows, rowBase, tileStart, lane, warp, sQ, sK, s);
+      decodeSoftmaxStep<D, G>(s, runMax, runSum, lane, warp, sP, sAlpha);
+      __syncthreads();  // P and alpha of every row are written
+      accumulateDecodePV<D, G>(acc, tid, sP, sV, sAlpha);
     }
 
-    // Row statistics to shared memory, then results: the output itself when there is one
-    // split, else this split's normalized partial and its max and sum.
+    // Row statistics to shared memory, then results.
     __syncthreads();
     if (lane == 0) {
 #pragma unroll
-      for (int k = 0; k < kRowsPerWarp; ++k) {
-        sMax[warp + Tile::kWarps * k] = runMax[k];
-        sSum[warp + Tile::kWarps * k] = runSum[k];
+      for (int k = 0; k < L::kRowsPerWarp; ++k) {
+        sMax[L::warpRow(warp, k)] = runMax[k];
+        sSum[L::warpRow(warp, k)] = runSum[k];
       }
     }
     __syncthreads();
-    #pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k) {
-      const int r = tid / (kThreads / kRowGroups) % kRowGroups + kRowGroups * k;
-      const int row = rowBase + r;
-      if (row >= numRows) continue;
-      const int token = tokenBegin + row / G, h = g * G + row % G;
-      const float sum = sSum[r];
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const long long th = static_cast<long long>(token) * p.num_heads + h;
-      #pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        const int d = (tid % (kThreads / kRowGroups)) * kCols + c;
-        if (p.num_splits == 1) {
-          static_cast<T *>(p.out)[th * D + d] = fromFloat<T>(acc[k][c] * inv);
-        } else {
-          p.partial_out[(th * p.num_splits + split) * D + d] = acc[k][c] * inv;
-        }
-      }
-      if (p.num_splits > 1 && tid % (kThreads / kRowGroups) == 0) {
-        p.partial_max[th * p.num_splits + split] = sMax[r];
-        p.partial_sum[th * p.num_splits + split] = sum;
-      }
-    }
+    storeDecodeRows<T, D, G>(p, rows, rowBase, tid, acc, sMax, sSum);
     __syncthreads();  // sQ / sMax are rewritten by the next pass
   }
 }
