@@ -1,6 +1,7 @@
 // buildLlamaArtifact: the tiny Llama step program, written directly with ArtifactWriter.
 #include "testing/llama_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -156,6 +157,28 @@ class Builder {
   void fuseElementwise() {
     fuseResidualNorms();
     fuseRopeKvWrites();
+  }
+
+  /// The rms_norm, add_rms_norm (by its normalized rows) or silu_mul making an fp8 linear's
+  /// input rows gets the fp8_rows param (its CUDA step also writes them as fp8 codes), as
+  /// ingot-select-kernels marks them.
+  void markFp8Producers() {
+    std::vector<ProgramStep>& steps = program_.steps;
+    const std::vector<TensorSpec>& tensors = writer_.contents().tensors;
+    for (const ProgramStep& linear : steps) {
+      if (linear.op != OpKind::Linear || linear.weights.empty() ||
+          tensors[linear.weights[0]].dtype != DType::F8E4M3FN)
+        continue;
+      for (ProgramStep& p : steps) {
+        const size_t rows = p.op == OpKind::AddRmsNorm ? 1 : 0;
+        const bool producer = p.op == OpKind::RmsNorm || p.op == OpKind::SiluMul ||
+                              p.op == OpKind::AddRmsNorm;
+        const bool marked = std::any_of(p.params.begin(), p.params.end(),
+                                        [](const Param& q) { return q.name == "fp8_rows"; });
+        if (producer && !marked && p.outputs.size() > rows && p.outputs[rows] == linear.inputs[0])
+          p.params.push_back({"fp8_rows", 1, 0});
+      }
+    }
   }
 
   /// Each add whose sum the next step rms-normalizes, fused with it into add_rms_norm
@@ -490,6 +513,7 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
   const int32_t logits = step(OpKind::Logits, {hn, 7}, o_.vocab, {table}, {}, "logits");
   program_.buffers[logits].kind = BufferKind::Output;
   if (o_.fuse_elementwise) fuseElementwise();
+  markFp8Producers();
   StatusOr<Program> draft = Program{};
   if (o_.draft_layers > 0) draft = earlyExitDraftProgram(program_, o_.draft_layers);
   if (!draft.ok()) return draft.status();

@@ -224,6 +224,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     kernel.blockDim.assign(k.unit.blockDim.begin(), k.unit.blockDim.end());
     kernel.sharedMemBytes = k.unit.dynamicSharedBytes;
     kernel.binaries = std::move(k.binaries);
+    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(kernel.binaries, kernel.name));
     const std::string name = kernel.name;
     kernelIndex[name] = writer.addKernel(std::move(kernel));
     ++rep.kernels;

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
+
+#include "codegen/cuda/PtxEntryParams.h"
 
 #ifdef INGOT_HAVE_NVRTC
 #include "codegen/cuda/CachedNvrtc.h"
@@ -80,19 +84,36 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
 #endif
 }
 
-void addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
-                    const std::vector<std::string> &names, uint32_t threads,
-                    const CudaKernelOptions &options, CudaKernelReport &report) {
+StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary> &binaries,
+                                                 const std::string &name) {
+  for (const KernelBinary &b : binaries) {
+    if (b.format != schema::BinaryFormat::Ptx)
+      continue;
+    std::string_view ptx(reinterpret_cast<const char *>(b.data.data()), b.data.size());
+    std::optional<std::vector<uint32_t>> sizes = codegen::ptxEntryParamBytes(ptx, name);
+    if (!sizes)
+      return internalError("kernel '" + name + "': its " + b.target +
+                           " PTX has no entry point of that name whose parameters can be read");
+    return *sizes;
+  }
+  return std::vector<uint32_t>{};
+}
+
+Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
+                      const std::vector<std::string> &names, uint32_t threads,
+                      const CudaKernelOptions &options, CudaKernelReport &report) {
   for (const std::string &name : names) {
     Kernel kernel;
     kernel.name = name;
     kernel.blockDim = {threads, 1, 1};
     kernel.sharedMemBytes = 0;
     kernel.binaries = unit.binaries;
+    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(unit.binaries, name));
     writer.addKernel(std::move(kernel));
     ++report.kernels;
     report.kernelsFromCache += unit.fromCache == options.targets.size();
   }
+  return okStatus();
 }
 
 } // namespace ingot::compiler

@@ -37,11 +37,18 @@ StatusOr<std::vector<CompiledCudaUnit>>
 compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptions &options,
                  CudaKernelReport &report);
 
+/// The byte sizes of entry point `name`'s parameters (KernelDef.param_bytes), read from the
+/// first PTX binary among `binaries`; empty when there is none (a compile without a
+/// compute_XY target). Fails when that PTX has no such entry or one it cannot read.
+StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary> &binaries,
+                                                 const std::string &name);
+
 /// Adds one KernelDef per entry point `names` of `unit`, each with the unit's binaries (the
-/// writer stores identical binaries once), `threads` per block and no dynamic shared
-/// memory, and counts them in `report` (from the cache when every target was).
-void addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
-                    const std::vector<std::string> &names, uint32_t threads,
-                    const CudaKernelOptions &options, CudaKernelReport &report);
+/// writer stores identical binaries once), `threads` per block, no dynamic shared memory
+/// and its parameter sizes, and counts them in `report` (from the cache when every target
+/// was).
+Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
+                      const std::vector<std::string> &names, uint32_t threads,
+                      const CudaKernelOptions &options, CudaKernelReport &report);
 
 } // namespace ingot::compiler

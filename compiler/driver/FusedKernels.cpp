@@ -78,8 +78,9 @@ Status addFusedKernels(ArtifactWriter &writer, const FusedKernelSelection &selec
     std::vector<std::string> names;
     for (codegen::FusedOp op : units[i].ops)
       names.push_back(codegen::fusedKernelName(op, units[i].dtype));
-    addUnitKernels(writer, (*compiled)[i], names, static_cast<uint32_t>(fused::kFusedThreads),
-                   options, rep);
+    INGOT_RETURN_IF_ERROR(addUnitKernels(writer, (*compiled)[i], names,
+                                         static_cast<uint32_t>(fused::kFusedThreads), options,
+                                         rep));
   }
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();

@@ -1,8 +1,6 @@
 //===- LoweringEnums.cpp - the ingot dialect's types and enums as the artifact's --===//
 #include "compiler/driver/LoweringEnums.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 namespace ingot::compiler {
 
 /// Maps an MLIR element type to the artifact's DType (Invalid when it has none).
@@ -39,27 +37,6 @@ schema::DType toDType(mlir::Type type) {
     }
   }
   return schema::DType::Invalid;
-}
-
-/// The step kind of an op, or Invalid for ops that are not steps.
-schema::OpKind stepKind(mlir::Operation *op) {
-  return llvm::StringSwitch<schema::OpKind>(op->getName().getStringRef())
-      .Case("ingot.embedding", schema::OpKind::Embedding)
-      .Case("ingot.rms_norm", schema::OpKind::RmsNorm)
-      .Case("ingot.add_rms_norm", schema::OpKind::AddRmsNorm)
-      .Case("ingot.rope_kv_write", schema::OpKind::RopeKvWrite)
-      .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
-      .Case("ingot.linear", schema::OpKind::Linear)
-      .Case("ingot.rope", schema::OpKind::Rope)
-      .Case("ingot.kv_write", schema::OpKind::KvWrite)
-      .Case("ingot.attention", schema::OpKind::Attention)
-      .Case("ingot.silu_mul", schema::OpKind::SiluMul)
-      .Case("ingot.gelu_mul", schema::OpKind::GeluMul)
-      .Case("ingot.add", schema::OpKind::Add)
-      .Case("ingot.logits", schema::OpKind::Logits)
-      .Case("ingot.all_reduce", schema::OpKind::AllReduce)
-      .Case("ingot.all_gather", schema::OpKind::AllGather)
-      .Default(schema::OpKind::Invalid);
 }
 
 schema::QuantKind toQuantKind(mlir::ingot::QuantKind kind) {

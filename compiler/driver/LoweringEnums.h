@@ -1,7 +1,7 @@
 //===- LoweringEnums.h - the ingot dialect's types and enums as the artifact's -*- C++ -*-===//
 //
 // What the artifact writer serializes for each dialect type and enum: element types as
-// DTypes, step ops as OpKinds, quantization schemes as QuantKind / ZeroKind and the encoder
+// DTypes, quantization schemes as QuantKind / ZeroKind and the encoder
 // behind them.
 //
 //===----------------------------------------------------------------------===//
@@ -21,8 +21,6 @@ namespace ingot::compiler {
 /// Maps an MLIR element type to the artifact's DType (Invalid when it has none).
 schema::DType toDType(mlir::Type type);
 
-/// The step kind of an op, or Invalid for ops that are not steps.
-schema::OpKind stepKind(mlir::Operation *op);
 
 schema::QuantKind toQuantKind(mlir::ingot::QuantKind kind);
 schema::ZeroKind toZeroKind(mlir::ingot::QuantOffsetKind kind);

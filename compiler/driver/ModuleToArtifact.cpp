@@ -507,6 +507,10 @@ private:
           return op.emitError("operand is neither a weight nor a program buffer");
         step.inputs.push_back(b->second);
       }
+      auto slots = op.getAttrOfType<mlir::DenseI32ArrayAttr>(kSlotsAttr);
+      if (slots && slots.size() != static_cast<int64_t>(op.getNumResults()))
+        return op.emitError() << kSlotsAttr << " names " << slots.size() << " slots for "
+                              << op.getNumResults() << " results";
       for (mlir::OpResult r : op.getResults()) {
         // kv_write updates the pool in place: its result is the cache operand's buffer.
         mlir::Value poolIn;
@@ -526,8 +530,12 @@ private:
         if (op.getNumResults() > 1)  // add_rms_norm, rope_kv_write: a name per result
           name += "." + std::to_string(r.getResultNumber());
         step.outputs.push_back(addBuffer(program, r, name, schema::BufferKind::Activation));
+        if (slots)  // the ingot-plan-steps pass's plan; without one the writer plans
+          program.buffers.back().slot = slots[r.getResultNumber()];
       }
       lowerParams(&op, step);
+      if (op.hasAttr(kFp8RowsAttr))
+        step.params.push_back({"fp8_rows", 1, 0});
       if (auto attn = llvm::dyn_cast<mlir::ingot::AttentionOp>(op)) {
         auto variant = lowerAttentionVariant(attn);
         if (failed(variant))

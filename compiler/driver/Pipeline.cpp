@@ -49,6 +49,7 @@ std::vector<PipelineStage> compilePipelineStages(const PipelineOptions &options)
   stages.push_back({"select-kernels", [select](mlir::OpPassManager &pm) {
                       pm.addPass(createSelectKernels(select));
                     }});
+  stages.push_back({"plan", [](mlir::OpPassManager &pm) { pm.addPass(createPlanSteps()); }});
   return stages;
 }
 

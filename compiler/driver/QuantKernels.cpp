@@ -72,10 +72,12 @@ Status addQuantKernels(ArtifactWriter &writer,
       gemv.push_back(codegen::quantGemvKernelName(k));
       gemm.push_back(codegen::quantGemmKernelName(k));
     }
-    addUnitKernels(writer, (*compiled)[i], gemv, static_cast<uint32_t>(quantgemv::kQuantThreads),
-                   options, rep);
-    addUnitKernels(writer, (*compiled)[i], gemm,
-                   static_cast<uint32_t>(quantgemm::kGemmThreads), options, rep);
+    INGOT_RETURN_IF_ERROR(addUnitKernels(writer, (*compiled)[i], gemv,
+                                         static_cast<uint32_t>(quantgemv::kQuantThreads),
+                                         options, rep));
+    INGOT_RETURN_IF_ERROR(addUnitKernels(writer, (*compiled)[i], gemm,
+                                         static_cast<uint32_t>(quantgemm::kGemmThreads), options,
+                                         rep));
   }
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();

@@ -35,10 +35,9 @@ Status addW8a8Kernels(ArtifactWriter &writer, bool selected, const CudaKernelOpt
       {{&unitName, &source}, {&producerUnit, &producerSource}}, options, rep);
   if (!compiled.ok())
     return compiled.status();
-  addUnitKernels(writer, (*compiled)[0], names, static_cast<uint32_t>(w8a8::kW8a8Threads),
-                 options, rep);
-  addUnitKernels(writer, (*compiled)[1], producers, static_cast<uint32_t>(w8a8::kW8a8Threads),
-                 options, rep);
+  const uint32_t threads = static_cast<uint32_t>(w8a8::kW8a8Threads);
+  INGOT_RETURN_IF_ERROR(addUnitKernels(writer, (*compiled)[0], names, threads, options, rep));
+  INGOT_RETURN_IF_ERROR(addUnitKernels(writer, (*compiled)[1], producers, threads, options, rep));
   rep.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return okStatus();
 }

@@ -33,6 +33,11 @@ inline constexpr const char *kFusedKvWriteFp8Attr = "ingot.fused_kv_write_fp8";
 inline constexpr const char *kQuantKernelsAttr = "ingot.quant_kernels";
 /// On the module (unit): a linear holds fp8 weights, so the W8A8 kernels are needed.
 inline constexpr const char *kW8a8KernelsAttr = "ingot.w8a8_kernels";
+/// On an `ingot.rms_norm`, `ingot.add_rms_norm` (its normalized rows) or `ingot.silu_mul`
+/// whose rows an fp8-weight linear reads (unit): on CUDA the step also writes them as fp8
+/// codes with one scale per row, which the W8A8 linears reading them take instead of
+/// quantizing the rows again.
+inline constexpr const char *kFp8RowsAttr = "ingot.fp8_rows";
 /// The struct name of the kernels of attention ops without regions.
 inline constexpr const char *kDenseVariantName = "dense";
 

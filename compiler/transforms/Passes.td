@@ -129,6 +129,11 @@ def SelectKernels : Pass<"ingot-select-kernels", "::mlir::ModuleOp"> {
       kernels: f32 and/or bf16, whichever the steps' intermediate values hold,
       f32 first) and `ingot.fused_kv_write_fp8` when a KV cache holds
       f8E4M3FN codes;
+    - each `ingot.rms_norm`, `ingot.add_rms_norm` (by its normalized rows)
+      and `ingot.silu_mul` whose rows an fp8-weight `ingot.linear` reads gets
+      `ingot.fp8_rows`: its CUDA step also writes the rows as fp8 codes with
+      a scale per row, which those W8A8 linears read instead of quantizing
+      the rows again (the fused quantizing producer);
     - each `ingot.attention` gets `ingot.cuda_kernel`, the symbol of its
       decode kernel (`ingot_decode_<variant>_<type>[_kvfp8]_d<D>_g<G>`, the
       variant from ingot-specialize-attention or `dense`), or, when no kernel
@@ -144,6 +149,32 @@ def SelectKernels : Pass<"ingot-select-kernels", "::mlir::ModuleOp"> {
     ListOption<"targets", "targets", "std::string",
                "CUDA targets of the kernels (sm_80, sm_90a, compute_80, simt, ...)">,
   ];
+}
+
+def PlanSteps : Pass<"ingot-plan-steps", "::mlir::ModuleOp"> {
+  let summary = "Plans the activation slots of the serving steps";
+  let description = [{
+    Gives every activation (an op result of the serving steps that is neither
+    returned nor the KV cache) the storage slot it lives in for the step, as
+    `ingot.slots = array<i32: ...>` on its op (one entry per result, -1 for
+    results that are not activations). The artifact writer serializes them
+    into `BufferDef.slot`, and the runtime allocates exactly these slots
+    (each as wide as its widest buffer, times the step's tokens) after
+    checking the plan.
+
+    The planner (core/artifact/slot_plan.h, shared with the runtime's check)
+    walks the steps in order: a slot is reused once the last reader of its
+    buffer ran, the slot freed last first; an output that its op may write
+    over an input (`ingot.add_rms_norm`'s sum over the residual,
+    `ingot.rope_kv_write`'s rotated queries and keys over its queries and
+    keys) takes that input's slot when no later op, and no other operand of
+    the op, reads the input and both have the same row width, so the kernel
+    updates it in place.
+
+    Plans from an earlier run are recomputed. Fails on an op that is not a
+    serving step and on an activation whose shape is not
+    `[?, static dims...]`.
+  }];
 }
 
 #endif // INGOT_COMPILER_TRANSFORMS_PASSES_TD

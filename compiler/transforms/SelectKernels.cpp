@@ -67,9 +67,10 @@ public:
     if (steps.empty())
       return signalPassFailure();
     for (mlir::func::FuncOp step : steps)
-      step.walk([](mlir::ingot::AttentionOp op) {
+      step.walk([](mlir::Operation *op) {
         op->removeAttr(kCudaKernelAttr);
         op->removeAttr(kCpuOnlyAttr);
+        op->removeAttr(kFp8RowsAttr);
       });
     if (targets.empty())
       return;
@@ -93,6 +94,20 @@ public:
   }
 
 private:
+  /// Marks the op that makes an fp8 linear's input rows as their quantizing producer
+  /// (kFp8RowsAttr) when it is one the producer kernels fuse: an rms_norm, the norm of an
+  /// add_rms_norm, or a silu_mul.
+  static void markFp8Producer(mlir::Value input) {
+    mlir::Operation *producer = input.getDefiningOp();
+    if (!producer)
+      return;
+    auto fused = llvm::dyn_cast<mlir::ingot::AddRmsNormOp>(producer);
+    const bool fusable = llvm::isa<mlir::ingot::RmsNormOp, mlir::ingot::SiluMulOp>(producer) ||
+                         (fused && input == fused.getResult());
+    if (fusable)
+      producer->setAttr(kFp8RowsAttr, mlir::UnitAttr::get(producer->getContext()));
+  }
+
   /// The fused kernels' element types: those of the steps' intermediate values (results of
   /// step ops that are neither returned nor the KV cache), f32 first.
   static void selectFusedKernels(mlir::ModuleOp module, llvm::ArrayRef<mlir::func::FuncOp> steps) {
@@ -196,7 +211,10 @@ private:
         mlir::FailureOr<codegen::QuantGemvKernel> k = quantGemvKernel(op, quant);
         if (mlir::failed(k))
           return mlir::WalkResult::interrupt();
-        fp8 |= k->format == quantgemv::Format::kFp8;
+        if (k->format == quantgemv::Format::kFp8) {
+          fp8 = true;
+          markFp8Producer(op.getInput());
+        }
         if (std::find(used.begin(), used.end(), *k) == used.end())
           used.push_back(*k);
         return mlir::WalkResult::advance();

@@ -5,6 +5,7 @@
 
 #include "dialects/ingot/IngotDialect.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace ingot::compiler {
 
@@ -124,6 +125,26 @@ mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func) {
       !llvm::isa<mlir::ingot::KvCacheType>(type.getResult(1)))
     return func.emitError("a serving step returns (logits, updated kv cache)");
   return mlir::success();
+}
+
+schema::OpKind stepKind(mlir::Operation *op) {
+  return llvm::StringSwitch<schema::OpKind>(op->getName().getStringRef())
+      .Case("ingot.embedding", schema::OpKind::Embedding)
+      .Case("ingot.rms_norm", schema::OpKind::RmsNorm)
+      .Case("ingot.add_rms_norm", schema::OpKind::AddRmsNorm)
+      .Case("ingot.rope_kv_write", schema::OpKind::RopeKvWrite)
+      .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
+      .Case("ingot.linear", schema::OpKind::Linear)
+      .Case("ingot.rope", schema::OpKind::Rope)
+      .Case("ingot.kv_write", schema::OpKind::KvWrite)
+      .Case("ingot.attention", schema::OpKind::Attention)
+      .Case("ingot.silu_mul", schema::OpKind::SiluMul)
+      .Case("ingot.gelu_mul", schema::OpKind::GeluMul)
+      .Case("ingot.add", schema::OpKind::Add)
+      .Case("ingot.logits", schema::OpKind::Logits)
+      .Case("ingot.all_reduce", schema::OpKind::AllReduce)
+      .Case("ingot.all_gather", schema::OpKind::AllGather)
+      .Default(schema::OpKind::Invalid);
 }
 
 } // namespace ingot::compiler

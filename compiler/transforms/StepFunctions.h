@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "schemas/artifact_generated.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -30,6 +31,14 @@ const char *stepInputName(unsigned i);
 /// !ingot.kv_cache, the others i32 tensors of their rank), ranked-tensor extra inputs of
 /// attention regions after them, and the results (logits, updated KV cache).
 mlir::LogicalResult verifyStepSignature(mlir::func::FuncOp func);
+
+/// On a step op (ingot-plan-steps): the activation slot of each result, -1 for results that
+/// are not activations (array<i32>).
+inline constexpr const char *kSlotsAttr = "ingot.slots";
+
+/// The artifact step kind of an op (the ingot model ops), or Invalid for ops that are not
+/// steps.
+schema::OpKind stepKind(mlir::Operation *op);
 
 /// How many artifact tensors the steps' `ingot.weight` ops become: with several steps
 /// (ranks), a replicated weight (no `#ingot.shard`) once by name, a sharded one per rank.

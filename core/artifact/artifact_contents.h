@@ -98,6 +98,8 @@ struct Kernel {
   std::vector<uint32_t> blockDim;
   uint32_t sharedMemBytes = 0;
   std::vector<KernelBinary> binaries;
+  /// The entry point's parameter sizes in order (KernelDef.param_bytes); empty: unknown.
+  std::vector<uint32_t> paramBytes;
 };
 
 struct Buffer {
@@ -106,6 +108,9 @@ struct Buffer {
   schema::DType dtype = schema::DType::Invalid;
   /// -1 marks a dynamic dimension.
   std::vector<int64_t> shape;
+  /// Activations: the storage slot (core/artifact/slot_plan.h); -1 for other buffers, or
+  /// for every buffer of a program the writer is to plan.
+  int32_t slot = -1;
 };
 
 struct Param {

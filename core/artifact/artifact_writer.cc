@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "core/artifact/manifest_builder.h"
+#include "core/artifact/slot_plan.h"
 #include "core/artifact/dtype_info.h"
 #include "schemas/artifact_header.h"
 
@@ -164,6 +165,31 @@ void encodeHeader(uint8_t *header, uint16_t major, uint16_t minor, bool dummy,
   putLE(header + 40, dummy ? 0 : blobSize, 8);
   putLE(header + 48, XXH64(manifest.data(), manifest.size(), 0), 8);
   putLE(header + 56, XXH64(header, 56, 0), 8);
+}
+
+/// A program's buffers and steps as the slot planner sees them.
+std::pair<std::vector<SlotBuffer>, std::vector<SlotStep>> slotView(const Program &program) {
+  std::vector<SlotBuffer> buffers;
+  for (const Buffer &b : program.buffers) {
+    SlotBuffer sb;
+    sb.activation = b.kind == schema::BufferKind::Activation;
+    sb.width = 1;
+    for (size_t d = 1; d < b.shape.size(); ++d)
+      sb.width *= std::max<int64_t>(b.shape[d], 0);
+    buffers.push_back(sb);
+  }
+  std::vector<SlotStep> steps;
+  for (const ProgramStep &s : program.steps)
+    steps.push_back({s.op, s.inputs, s.outputs});
+  return {std::move(buffers), std::move(steps)};
+}
+
+/// Whether the program's activations carry slots (the compiler's plan) or none do.
+bool hasSlots(const Program &program) {
+  for (const Buffer &b : program.buffers)
+    if (b.kind == schema::BufferKind::Activation && b.slot >= 0)
+      return true;
+  return false;
 }
 
 } // namespace
@@ -355,6 +381,18 @@ Status ArtifactWriter::validate() const {
                                std::to_string(step.attentionVariant) + " out of range");
     }
   }
+  for (size_t p = 0; p < contents_.programs.size(); ++p) {
+    const Program &program = contents_.programs[p];
+    if (!hasSlots(program))
+      continue;  // writeTo plans them
+    auto [buffers, steps] = slotView(program);
+    std::vector<int32_t> slots;
+    for (const Buffer &b : program.buffers)
+      slots.push_back(b.slot);
+    Status checked = checkSlots(buffers, steps, slots);
+    if (!checked.ok())
+      return invalidArgument("program " + std::to_string(p) + ": " + checked.message());
+  }
   for (const Kernel &k : contents_.kernels) {
     if (k.name.empty())
       return invalidArgument("a kernel has an empty name");
@@ -388,6 +426,16 @@ Status ArtifactWriter::writeTo(Output &out) {
   written_ = true;
   if (!skipValidation_)
     INGOT_RETURN_IF_ERROR(validate());
+  // Programs built without the compiler's plan (test builders, draft programs) get one;
+  // tests that skip validation get exactly what they wrote.
+  for (Program &program : contents_.programs) {
+    if (skipValidation_ || hasSlots(program))
+      continue;
+    auto [buffers, steps] = slotView(program);
+    const SlotPlan plan = planSlots(buffers, steps);
+    for (size_t b = 0; b < program.buffers.size(); ++b)
+      program.buffers[b].slot = plan.slot[b];
+  }
   const bool dummy = contents_.dummyWeights;
   const size_t n = contents_.tensors.size();
 

@@ -83,6 +83,7 @@ public:
   void setFormatVersionForTesting(uint16_t major, uint16_t minor);
   void overrideTensorOffsetForTesting(int32_t tensor, uint64_t offset);
   void overrideTensorSizeForTesting(int32_t tensor, uint64_t size);
+  /// Writes what it is given: no checks, and programs keep their slots as set (-1: none).
   void skipValidationForTesting();
 
   class Output; // where bytes go: a file or a buffer (ArtifactWriter.cpp)

@@ -93,8 +93,10 @@ StatusOr<Program> earlyExitDraftProgram(const Program& main, int32_t layers) {
   draft.name = "draft" + std::to_string(layers);
   draft.role = schema::ProgramRole::Draft;
   draft.buffers = main.buffers;
-  for (Buffer& b : draft.buffers)
+  for (Buffer& b : draft.buffers) {
     if (b.kind == schema::BufferKind::KvCache && b.shape.size() == 6) b.shape[1] = layers;
+    b.slot = -1;  // the main program's slots do not fit a cut program: the writer plans its own
+  }
   draft.steps.assign(main.steps.begin(), main.steps.begin() + static_cast<int64_t>(cut));
   draft.steps.push_back(norm);
   draft.steps.push_back(main.steps[logits]);

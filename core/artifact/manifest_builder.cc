@@ -90,14 +90,15 @@ Offset<schema::KernelDef> buildKernel(FlatBufferBuilder &fbb, const Kernel &k,
                                                      bin.format, it->second));
   }
   return schema::CreateKernelDefDirect(fbb, k.name.c_str(), &k.blockDim,
-                                       k.sharedMemBytes, &binaries);
+                                       k.sharedMemBytes, &binaries,
+                                       k.paramBytes.empty() ? nullptr : &k.paramBytes);
 }
 
 Offset<schema::ProgramDef> buildProgram(FlatBufferBuilder &fbb, const Program &p) {
   std::vector<Offset<schema::BufferDef>> buffers;
   for (const Buffer &b : p.buffers)
     buffers.push_back(
-        schema::CreateBufferDefDirect(fbb, b.name.c_str(), b.kind, b.dtype, &b.shape));
+        schema::CreateBufferDefDirect(fbb, b.name.c_str(), b.kind, b.dtype, &b.shape, b.slot));
   std::vector<Offset<schema::ProgramStepDef>> steps;
   for (const ProgramStep &s : p.steps) {
     std::vector<Offset<schema::ParamDef>> params;

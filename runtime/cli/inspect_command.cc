@@ -221,8 +221,10 @@ void printKernels(const schema::Manifest& m, std::ostream& out) {
                                : b->format() == schema::BinaryFormat::Source ? "source"
                                                                              : "cubin",
                                bytesText(count(b->data())));
-    out << fmt::format("  {}: block {}, shared {} B, targets: {}\n", printable(k->name()),
-                       listText(k->block_dim()), k->shared_mem_bytes(),
+    const std::string params =
+        count(k->param_bytes()) ? ", params " + listText(k->param_bytes()) + " B" : "";
+    out << fmt::format("  {}: block {}, shared {} B{}, targets: {}\n", printable(k->name()),
+                       listText(k->block_dim()), k->shared_mem_bytes(), params,
                        targets.empty() ? "none" : targets);
   }
 }
@@ -278,10 +280,11 @@ void printPrograms(const schema::Manifest& m, const InspectOptions& options, std
     if (prog->buffers())
       printRows(out, prog->buffers()->size(), options, "buffers", [&](size_t b) {
         const schema::BufferDef* buf = prog->buffers()->Get(b);
-        out << fmt::format("    buffer {}: {} {} {}\n", bufferName(static_cast<int32_t>(b)),
+        out << fmt::format("    buffer {}: {} {} {}{}\n", bufferName(static_cast<int32_t>(b)),
                            snakeName(schema::EnumNameBufferKind(buf->kind()), "kind",
                                      static_cast<int>(buf->kind())),
-                           dtypeText(buf->dtype()), shapeText(buf->shape()));
+                           dtypeText(buf->dtype()), shapeText(buf->shape()),
+                           buf->slot() >= 0 ? fmt::format(" slot {}", buf->slot()) : "");
       });
     if (!prog->steps()) continue;
     printRows(out, prog->steps()->size(), options, "steps", [&](size_t s) {

@@ -36,7 +36,7 @@ TEST(InspectCommand, PrintsEveryPartOfTheManifest) {
   EXPECT_EQ(runInspect(path, false, out, err), 0) << err.str();
   EXPECT_EQ(err.str(), "");
   std::string text = out.str();
-  expectContains(text, "format: 1.2, manifest ");
+  expectContains(text, "format: 1." + std::to_string(artifact::kFormatMinor) + ", manifest ");
   expectContains(text, "model: sample-tiny (llama)");
   expectContains(text, "vocab 32, hidden 16, intermediate 32, layers 1, heads 4 (kv 2), head_dim 4");
   expectContains(text, "rope: theta 100000, scaling llama3 (factor 8");

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/artifact/slot_plan.h"
 #include "runtime/backend/ops/op_definition.h"
 #include "runtime/backend/ops/step_planner.h"
 #include "runtime/dist/communicator.h"
@@ -78,12 +79,11 @@ Status planBuffers(const schema::ProgramDef& program, ProgramPlan& plan) {
 /// Every step through its op definition, then the dataflow checks: each activation written
 /// once and before it is read, a logits step, and the logits output written.
 Status planSteps(const Artifact& artifact, WeightStore& weights, const schema::ProgramDef& program,
-                 ProgramPlan& plan, std::vector<int32_t>& lastUse) {
+                 ProgramPlan& plan) {
   const size_t numBuffers = plan.buffers.size();
   const size_t numSteps = program.steps() ? program.steps()->size() : 0;
   plan.steps.resize(numSteps);
   StepPlanner planner(artifact, weights, plan);
-  lastUse.assign(numBuffers, -1);
   std::vector<int32_t> producer(numBuffers, -1);
   for (size_t s = 0; s < numSteps; ++s) {
     INGOT_RETURN_IF_ERROR(planner.plan(*program.steps()->Get(s), plan.steps[s]));
@@ -96,7 +96,6 @@ Status planSteps(const Artifact& artifact, WeightStore& weights, const schema::P
         return invalidArgument("step " + str(s) + " (" + schema::EnumNameOpKind(plan.steps[s].op) +
                                ") reads buffer %" + str(in) +
                                ", a slice of the logits that only a collective may read");
-      lastUse[in] = static_cast<int32_t>(s);
     }
     for (int32_t out : plan.steps[s].outputs) {
       if (plan.buffers[out].kind == BufferKind::Activation && producer[out] >= 0)
@@ -115,62 +114,32 @@ Status planSteps(const Artifact& artifact, WeightStore& weights, const schema::P
   return okStatus();
 }
 
-/// The input whose storage output `o` of `step` takes over (its definition's in-place pair,
-/// when that input is an activation this step reads last), or -1.
-int32_t inPlaceInput(const ProgramPlan& plan, const PlannedStep& step, size_t s, size_t o,
-                     const std::vector<int32_t>& lastUse) {
-  const OpDefinition* def = step.definition;
-  if (!def || o >= static_cast<size_t>(kMaxInPlaceOutputs) || def->in_place[o] < 0 ||
-      static_cast<size_t>(def->in_place[o]) >= step.inputs.size())
-    return -1;
-  const int32_t out = step.outputs[o];
-  const int32_t in = step.inputs[def->in_place[o]];
-  const PlannedBuffer& b = plan.buffers[in];
-  const bool readLater = lastUse[in] > static_cast<int32_t>(s);
-  const bool readTwice =
-      std::count(step.inputs.begin(), step.inputs.end(), in) > 1;  // x + x: no in-place
-  if (b.kind != BufferKind::Activation || b.slot < 0 || readLater || readTwice ||
-      b.width != plan.buffers[out].width)
-    return -1;
-  return in;
-}
-
-/// Activation lifetimes -> storage slots: a slot is reused once its buffer's last reader ran,
-/// and an op that updates an input in place (OpDefinition::in_place) writes that
-/// output into the input's slot when the input dies at the step.
-void assignSlots(ProgramPlan& plan, const std::vector<int32_t>& lastUse) {
-  const size_t numSteps = plan.steps.size();
-  std::vector<int32_t> freeSlots;
-  std::vector<int32_t> holder;  // slot -> the buffer that holds it now
-  for (size_t s = 0; s < numSteps; ++s) {
-    for (size_t o = 0; o < plan.steps[s].outputs.size(); ++o) {
-      const int32_t out = plan.steps[s].outputs[o];
-      PlannedBuffer& b = plan.buffers[out];
-      if (b.kind != BufferKind::Activation) continue;
-      if (const int32_t in = inPlaceInput(plan, plan.steps[s], s, o, lastUse); in >= 0) {
-        b.slot = plan.buffers[in].slot;
-      } else if (!freeSlots.empty()) {
-        b.slot = freeSlots.back();
-        freeSlots.pop_back();
-      } else {
-        b.slot = static_cast<int32_t>(plan.slot_widths.size());
-        plan.slot_widths.push_back(0);
-        holder.push_back(-1);
-      }
-      holder[b.slot] = out;
-      plan.slot_widths[b.slot] = std::max(plan.slot_widths[b.slot], b.width);
-    }
-    std::vector<int32_t> touched(plan.steps[s].inputs);
-    touched.insert(touched.end(), plan.steps[s].outputs.begin(), plan.steps[s].outputs.end());
-    for (int32_t buf : touched) {
-      PlannedBuffer& b = plan.buffers[buf];
-      if (b.kind != BufferKind::Activation || b.slot < 0) continue;
-      const bool dead = lastUse[buf] <= static_cast<int32_t>(s);
-      const bool alreadyFree =
-          std::find(freeSlots.begin(), freeSlots.end(), b.slot) != freeSlots.end();
-      if (dead && !alreadyFree && holder[b.slot] == buf) freeSlots.push_back(b.slot);
-    }
+/// Activation slots: the artifact's (format 1.3, checked against the program) or, for an
+/// older artifact, planned here by the same planner the compiler runs.
+Status planActivationSlots(const schema::ProgramDef& program, ProgramPlan& plan) {
+  std::vector<SlotBuffer> buffers;
+  for (const PlannedBuffer& b : plan.buffers)
+    buffers.push_back({b.kind == BufferKind::Activation, b.width});
+  std::vector<SlotStep> steps;
+  for (const PlannedStep& s : plan.steps) steps.push_back({s.op, s.inputs, s.outputs});
+  std::vector<int32_t> slots;
+  bool planned = false;
+  for (const schema::BufferDef* b : *program.buffers()) {
+    slots.push_back(b->slot());
+    planned |= b->slot() >= 0;
   }
+  if (planned)
+    INGOT_RETURN_IF_ERROR(checkSlots(buffers, steps, slots));
+  else
+    slots = planSlots(buffers, steps).slot;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    PlannedBuffer& b = plan.buffers[i];
+    b.slot = slots[i];
+    if (b.slot < 0) continue;
+    if (static_cast<size_t>(b.slot) >= plan.slot_widths.size()) plan.slot_widths.resize(b.slot + 1, 0);
+    plan.slot_widths[b.slot] = std::max(plan.slot_widths[b.slot], b.width);
+  }
+  return okStatus();
 }
 
 }  // namespace
@@ -190,9 +159,8 @@ StatusOr<ProgramPlan> planProgram(const Artifact& artifact, WeightStore& weights
   INGOT_RETURN_IF_ERROR(planBuffers(program, plan));
   if (m.config()->kv_block_size() != plan.kv_layout.block_size)
     return invalidArgument("kv_cache block size disagrees with the model config");
-  std::vector<int32_t> lastUse;
-  INGOT_RETURN_IF_ERROR(planSteps(artifact, weights, program, plan, lastUse));
-  assignSlots(plan, lastUse);
+  INGOT_RETURN_IF_ERROR(planSteps(artifact, weights, program, plan));
+  INGOT_RETURN_IF_ERROR(planActivationSlots(program, plan));
   return plan;
 }
 

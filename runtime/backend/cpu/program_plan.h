@@ -66,6 +66,10 @@ struct PlannedStep {
   AttentionParams attention;      ///< variant programs point into ProgramPlan::regions
   /// Indices into StepInputs::extra_inputs of the attention step's extra operands.
   std::vector<int32_t> extra_inputs;
+  /// An rms_norm, add_rms_norm or silu_mul whose rows fp8 (W8A8) linears read: the CUDA
+  /// backend has it write them as fp8 codes too (the step's fp8_rows param, which
+  /// ingot-select-kernels decides).
+  bool fp8_rows = false;
   /// Vocab-parallel embedding: row i of the table is token vocab_start + i, other tokens
   /// give zeros. -1: the table covers the whole vocabulary.
   int64_t vocab_start = -1;

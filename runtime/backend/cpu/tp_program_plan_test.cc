@@ -27,11 +27,15 @@ struct Breakage {
   int64_t gather_width = kVocab;  // the all_gather output's width
   bool reduce_into_logits = false;  // an all_reduce writes the logits output
   bool read_slice = false;          // an add reads the head's slice of the logits
+  /// Activation slots as written (embedded, hidden, logits slice), unchecked and unplanned
+  /// by the writer: all -1 is an artifact older than format 1.3. Empty: the writer plans.
+  std::vector<int32_t> slots;
 };
 
 /// Two ranks: rank r holds table rows [r * 32, r * 32 + 32) (tied head).
 std::vector<uint8_t> buildProgram(const Breakage& k, std::vector<float>* table) {
   ArtifactWriter w;
+  if (!k.slots.empty()) w.skipValidationForTesting();
   ModelConfig config;
   config.architecture = "llama";
   config.name = "tp-plan-test";
@@ -92,6 +96,7 @@ std::vector<uint8_t> buildProgram(const Breakage& k, std::vector<float>* table) 
     }
     if (k.reduce_into_logits) step(OpKind::AllReduce, {slice}, logits, {});
     else step(OpKind::AllGather, {slice}, logits, {});
+    for (size_t i = 0; i < k.slots.size(); ++i) p.buffers[e + i].slot = k.slots[i];
     w.addProgram(std::move(p));
   }
   StatusOr<std::vector<uint8_t>> bytes = w.writeToBuffer();
@@ -114,9 +119,10 @@ Status createRanks(const Artifact& a, SharedMemoryGroup& group,
   return okStatus();
 }
 
-TEST(TpProgramPlan, VocabParallelEmbeddingAndHeadGiveTheUnshardedLogits) {
+/// The ranks' logits against the unsharded head computed by hand.
+void expectUnshardedLogits(const Breakage& k) {
   std::vector<float> table;
-  StatusOr<Artifact> a = Artifact::openFromMemory(buildProgram({}, &table));
+  StatusOr<Artifact> a = Artifact::openFromMemory(buildProgram(k, &table));
   ASSERT_TRUE(a.ok()) << a.status().message();
   StatusOr<std::unique_ptr<SharedMemoryGroup>> group = SharedMemoryGroup::create(kRanks);
   ASSERT_TRUE(group.ok());
@@ -155,6 +161,18 @@ TEST(TpProgramPlan, VocabParallelEmbeddingAndHeadGiveTheUnshardedLogits) {
   }
 }
 
+TEST(TpProgramPlan, VocabParallelEmbeddingAndHeadGiveTheUnshardedLogits) {
+  expectUnshardedLogits({});
+}
+
+TEST(TpProgramPlan, RunsWithTheArtifactsSlotsOrPlansThemForAnOlderArtifact) {
+  Breakage k;
+  k.slots = {0, 1, 0};  // the slice may take the embedding's slot
+  expectUnshardedLogits(k);
+  k.slots = {-1, -1, -1};
+  expectUnshardedLogits(k);
+}
+
 void expectPlanError(const Breakage& k, const std::string& fragment) {
   std::vector<float> table;
   StatusOr<Artifact> a = Artifact::openFromMemory(buildProgram(k, &table));
@@ -190,6 +208,15 @@ TEST(TpProgramPlan, RejectsASumIntoTheLogitsOutput) {
   k.reduce_into_logits = true;
   k.gather_width = kShard;
   expectPlanError(k, "only an all_gather of the head's logits may write the logits output");
+}
+
+TEST(TpProgramPlan, RejectsSlotsThatOverwriteAValueStillToBeRead) {
+  Breakage k;
+  k.slots = {0, 0, 1};  // the all_reduce would write over its own input
+  expectPlanError(k, "step 1 (AllReduce) writes buffer %9 into slot 0, which holds buffer %8 "
+                     "that this step reads or writes");
+  k.slots = {0, 1, -1};
+  expectPlanError(k, "buffer %10: activation slot -1 outside [0, 12)");
 }
 
 }  // namespace

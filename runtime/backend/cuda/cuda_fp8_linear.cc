@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/kernels/w8a8_params.h"
-#include "core/kernels/w8a8_params.h"
+#include "runtime/backend/cuda/kernel_args.h"
 
 namespace ingot {
 namespace {
@@ -22,11 +22,14 @@ static_assert(CublasLt::kFp8Align == w8a8::kFp8Align, "one padding rule for GEMM
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-Status launchKernel(CudaBackendState& s, const LoadedKernel& k, unsigned grid, void** args,
-                    const std::string& what) {
+/// Launches `k` over a 1-D grid on the backend's stream (nothing for an empty grid), once
+/// `args` match the parameters the artifact recorded for it (checkKernelArgs).
+Status launchKernel(CudaBackendState& s, const LoadedKernel& k, unsigned grid,
+                    const KernelArgs& args, const std::string& what) {
+  INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
   if (grid == 0) return okStatus();
   CUresult r = s.cu->launchKernel(k.function, grid, 1, 1, k.block[0], k.block[1], k.block[2],
-                                  k.shared_bytes, s.stream, args, nullptr);
+                                  k.shared_bytes, s.stream, args.data(), nullptr);
   if (r != CUDA_SUCCESS) return internalError(what + ": " + s.cu->describe("cuLaunchKernel", r));
   return okStatus();
 }
@@ -45,9 +48,10 @@ StatusOr<int64_t> minRowsFromEnvironment(int64_t min_rows) {
 }
 
 /// Which W8A8 inputs their producers quantize (Fp8LinearState::produced / produces /
-/// consumes): a W8A8 linear's input buffer made by exactly one step, an rms_norm (alone or
-/// after its residual add) or a silu_mul before the linear, as wide as the linear's K. Every W8A8 consumer of such a
-/// buffer then reads the one set of codes; any other input keeps the separate quantizer.
+/// consumes): a W8A8 linear's input buffer made by exactly one step before it, an rms_norm
+/// (alone or after its residual add) or a silu_mul the compiler marked (PlannedStep::fp8_rows),
+/// as wide as the linear's K. Every W8A8 consumer of such a buffer then reads the one set of
+/// codes; any other input keeps the separate quantizer.
 void planProducedInputs(CudaBackendState& s, Fp8LinearState& st) {
   const ProgramPlan& plan = *s.plan;
   st.produces.assign(plan.steps.size(), -1);
@@ -66,6 +70,7 @@ void planProducedInputs(CudaBackendState& s, Fp8LinearState& st) {
     const int j = b >= 0 && static_cast<size_t>(b) < writer.size() ? writer[b] : -1;
     if (j < 0 || static_cast<size_t>(j) >= i) continue;
     const PlannedStep& producer = plan.steps[j];
+    if (!producer.fp8_rows) continue;
     if (producer.op != schema::OpKind::RmsNorm && producer.op != schema::OpKind::SiluMul &&
         producer.op != schema::OpKind::AddRmsNorm)
       continue;
@@ -204,7 +209,7 @@ Status enqueueFp8RmsNorm(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevi
   p.dim = dim;
   p.rows = q.rows;
   p.eps = eps;
-  void* args[] = {&p};
+  const KernelArgs args = kernelArgs(p);
   return launchKernel(s, st.rms_norm_quant, static_cast<unsigned>(rows), args,
                       where + " (rms_norm with fp8 output codes)");
 }
@@ -226,7 +231,7 @@ Status enqueueFp8SiluMul(CudaBackendState& s, size_t step, CUdeviceptr gate, CUd
   p.codes_stride = q.codes_stride;
   p.width = width;
   p.rows = q.rows;
-  void* args[] = {&p};
+  const KernelArgs args = kernelArgs(p);
   return launchKernel(s, st.silu_mul_quant, static_cast<unsigned>(rows), args,
                       where + " (silu_mul with fp8 output codes)");
 }
@@ -283,7 +288,7 @@ Status enqueueFp8Linear(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevic
     qp.K = static_cast<int>(d.K);
     qp.rows = static_cast<int>(rows);
     if (const char* bad = w8a8::checkQuantizeRowsParams(qp)) return internalError(where + ": " + bad);
-    void* qargs[] = {&qp};
+    const KernelArgs qargs = kernelArgs(qp);
     INGOT_RETURN_IF_ERROR(launchKernel(s, st.quantize, static_cast<unsigned>(rows), qargs,
                                        where + " (fp8 activation quantizer)"));
   }
@@ -305,7 +310,7 @@ Status enqueueFp8Linear(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevic
   ep.N = static_cast<int>(d.N);
   ep.rows = static_cast<int>(rows);
   ep.global_scale = q.global_scale;
-  void* eargs[] = {&ep};
+  const KernelArgs eargs = kernelArgs(ep);
   return launchKernel(s, st.epilogue, w8a8::epilogueGridSize(rows * d.N), eargs,
                       where + " (fp8 scale epilogue)");
 }

@@ -39,10 +39,11 @@ CUdeviceptr CudaLaunch::slot(int32_t buffer) const {
 }
 
 Status CudaLaunch::launch(const LoadedKernel& k, unsigned gx, unsigned gy, unsigned gz,
-                          void** args, const std::string& what) const {
+                          const KernelArgs& args, const std::string& what) const {
+  INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
   if (gx == 0 || gy == 0 || gz == 0) return okStatus();
   CUresult r = s->cu->launchKernel(k.function, gx, gy, gz, k.block[0], k.block[1], k.block[2],
-                                   k.shared_bytes, s->stream, args, nullptr);
+                                   k.shared_bytes, s->stream, args.data(), nullptr);
   if (r != CUDA_SUCCESS) return internalError(what + ": " + s->cu->describe("cuLaunchKernel", r));
   return okStatus();
 }

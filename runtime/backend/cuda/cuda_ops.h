@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/backend/cuda/cuda_backend_state.h"
+#include "runtime/backend/cuda/kernel_args.h"
 #include "runtime/backend/cuda/step_pack.h"
 
 namespace ingot {
@@ -69,9 +70,10 @@ struct CudaLaunch {
   CUdeviceptr at(int64_t words) const { return inputs + static_cast<CUdeviceptr>(words) * 4; }
   /// The activation slot that holds `buffer`.
   CUdeviceptr slot(int32_t buffer) const;
-  /// Launches `k` on the backend's stream (nothing for an empty grid).
-  Status launch(const LoadedKernel& k, unsigned gx, unsigned gy, unsigned gz, void** args,
-                const std::string& what) const;
+  /// Launches `k` on the backend's stream (nothing for an empty grid), once `args` match the
+  /// parameters the artifact recorded for it (checkKernelArgs).
+  Status launch(const LoadedKernel& k, unsigned gx, unsigned gy, unsigned gz,
+                const KernelArgs& args, const std::string& what) const;
   /// CTAs of a grid-stride fused kernel over `count` elements: enough for every element, at
   /// most 32 per SM.
   unsigned strideGrid(int64_t count) const;

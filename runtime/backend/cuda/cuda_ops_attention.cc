@@ -78,13 +78,13 @@ Status enqueueAttentionCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
       ops.operand[e].shape[r] = shape[r];
   }
   ops.error = reinterpret_cast<rgn::u32*>(l.errors + 4);
-  void* args[] = {&a, &ops};
+  const KernelArgs args = kernelArgs(a, ops);
   INGOT_RETURN_IF_ERROR(l.launch(d.attention, static_cast<unsigned>(a.num_kv_heads),
                                  static_cast<unsigned>(l.dims->requests),
                                  static_cast<unsigned>(l.split->num_splits), args,
                                  l.where + " (attention)"));
   if (l.split->num_splits <= 1) return okStatus();
-  void* cargs[] = {&a};
+  const KernelArgs cargs = kernelArgs(a);
   return l.launch(d.combine, l.tokens(), static_cast<unsigned>(a.num_heads), 1, cargs,
                   l.where + " (attention combine)");
 }

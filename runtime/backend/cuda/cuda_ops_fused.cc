@@ -31,7 +31,7 @@ Status enqueueEmbeddingCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
   params.vocab_size = static_cast<int>(l.s->shape.vocab_size);
   params.vocab_start = static_cast<int>(std::max<int64_t>(p.vocab_start, 0));
   params.num_rows = static_cast<int>(p.weight.rows());
-  void* args[] = {&params};
+  const KernelArgs args = kernelArgs(params);
   return l.launch(l.s->fused.embedding, l.tokens(), 1, 1, args, l.where + " (embedding)");
 }
 
@@ -49,7 +49,7 @@ Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const Devic
   float eps = p.epsilon;
   if (quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8RmsNorm(s, l.index, x, gamma, out, dim, eps, T, l.where);
-  void* args[] = {&x, &residual, &gamma, &out, &dim, &eps};
+  const KernelArgs args = kernelArgs(x, residual, gamma, out, dim, eps);
   return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (rms_norm)");
 }
 
@@ -63,7 +63,7 @@ Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const De
   if (quantizesOutput(s, l.index, T)) {
     // The normalized rows feed W8A8 linears: the add, then the norm that writes codes too.
     long long count = static_cast<long long>(T) * dim;
-    void* args[] = {&residual, &x, &sum, &count};
+    const KernelArgs args = kernelArgs(residual, x, sum, count);
     INGOT_RETURN_IF_ERROR(
         l.launch(s.fused.add, l.strideGrid(count), 1, 1, args, l.where + " (add_rms_norm: add)"));
     return enqueueFp8RmsNorm(s, l.index, sum, gamma, out, dim, eps, T, l.where);
@@ -76,7 +76,7 @@ Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const De
                                                             static_cast<size_t>(T) * dim * 4,
                                                             s.stream))
                               .withPrefix(l.where));
-  void* args[] = {&x, &sum, &gamma, &out, &dim, &eps};
+  const KernelArgs args = kernelArgs(x, sum, gamma, out, dim, eps);
   return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (add_rms_norm)");
 }
 
@@ -113,7 +113,7 @@ Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p, CUdeviceptr 
   w.layer = static_cast<int>(p.layer);
   w.block_size = static_cast<int>(kv.block_size);
   w.max_runs = T;
-  void* args[] = {&w};
+  const KernelArgs args = kernelArgs(w);
   // A graph's bucket has as many runs as tokens at most (the ones past the step's are empty).
   const unsigned gx =
       kvfp8::kvFp8WriteGridX(w.num_kv_heads, static_cast<int>(f.kv_write_fp8.block[0] / 32));
@@ -182,16 +182,16 @@ Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const D
     // The f32 kernel must not write an fp8 pool: it rotates the queries, then the keys as
     // query heads of their own (no KV heads, so no write); the fp8 write stores the keys.
     params.num_kv_heads = 0;
-    void* qArgs[] = {&params};
+    const KernelArgs qArgs = kernelArgs(params);
     INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, qArgs, l.where + " (rope q)"));
     params.q = reinterpret_cast<void*>(kr);
     params.num_heads = kvHeads;
     params.q_stride = kvHeads * headDim;
-    void* kArgs[] = {&params};
+    const KernelArgs kArgs = kernelArgs(params);
     INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, kArgs, l.where + " (rope k)"));
     return enqueueKvWriteFp8(l, p, kr, l.slot(p.inputs[2]));
   }
-  void* args[] = {&params};
+  const KernelArgs args = kernelArgs(params);
   return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + " (rope_kv_write)");
 }
 
@@ -228,7 +228,7 @@ Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const Device
       ropeKvParams(l, d, q, k, v, heads, kvHeads, headDim, rotary, stride, stride, layer);
   // Rope alone must not write the cache: its rows are not K/V. Padding slots (-1) are
   // skipped by the kernel; a rope step passes no kv heads, so it writes nothing.
-  void* args[] = {&params};
+  const KernelArgs args = kernelArgs(params);
   return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + (rope ? " (rope)" : " (kv_write)"));
 }
 
@@ -241,7 +241,7 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
   const bool silu = p.op == OpKind::SiluMul;
   if (silu && quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8SiluMul(s, l.index, x, y, out, static_cast<int>(width), T, l.where);
-  void* args[] = {&x, &y, &out, &count};
+  const KernelArgs args = kernelArgs(x, y, out, count);
   return l.launch(silu ? s.fused.silu_mul : s.fused.add, l.strideGrid(count), 1, 1, args,
                   l.where + (silu ? " (silu_mul)" : " (add)"));
 }

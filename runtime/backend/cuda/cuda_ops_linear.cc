@@ -76,7 +76,7 @@ Status CudaLaunch::linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int
                           const std::string& what) const {
   CUdeviceptr xb = s->buffers.x_bf16.ptr();
   long long count = rows * d.K;
-  void* cast[] = {&x, &xb, &count};
+  const KernelArgs cast = kernelArgs(x, xb, count);
   INGOT_RETURN_IF_ERROR(launch(s->fused.to_bf16, strideGrid(count), 1, 1, cast, what));
   INGOT_RETURN_IF_ERROR(
       s->blas->gemmBf16(s->stream, xb, d.weight, y, rows, d.N, d.K, s->workspace.ptr())
@@ -85,7 +85,7 @@ Status CudaLaunch::linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int
   CUdeviceptr bias = d.bias;
   long long r = rows;
   int width = static_cast<int>(d.N);
-  void* args[] = {&y, &bias, &r, &width};
+  const KernelArgs args = kernelArgs(y, bias, r, width);
   return launch(s->fused.add_bias, strideGrid(rows * d.N), 1, 1, args, what);
 }
 
@@ -107,7 +107,7 @@ Status CudaLaunch::quantizedLinear(const PlannedStep& p, const DeviceStep& d, CU
   q.block = static_cast<int>(p.quant.block);
   q.scale_type = static_cast<int>(p.quant.scale_type);
   q.global_scale = p.quant.global_scale;
-  void* args[] = {&q};
+  const KernelArgs args = kernelArgs(q);
   // Prefill rows: the tensor-core GEMM (kernels/quant_gemm.cuh), where the artifact has it.
   if (d.gemm.function && rows >= quantgemm::kQuantGemmMinRows)
     return launch(d.gemm, quantgemm::quantGemmGridX(q.N), quantgemm::quantGemmGridY(q.T), 1,
@@ -132,7 +132,7 @@ Status enqueueLogitsCuda(const CudaLaunch& l, const PlannedStep& p, const Device
   CUdeviceptr hidden = l.slot(p.inputs[0]), rows = l.at(l.layout.logit_rows),
               gathered = s.buffers.gathered.ptr();
   int L = l.dims->logit_rows, width = static_cast<int>(d.K);
-  void* args[] = {&hidden, &rows, &gathered, &L, &width};
+  const KernelArgs args = kernelArgs(hidden, rows, gathered, L, width);
   INGOT_RETURN_IF_ERROR(l.launch(s.fused.gather_rows, L, 1, 1, args, l.where + " (logit rows)"));
   // A vocab-parallel head writes this rank's [L, V/N] slice for the all_gather.
   const bool slice = s.plan->buffers[p.outputs[0]].logit_rows;

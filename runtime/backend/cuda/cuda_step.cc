@@ -134,7 +134,7 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
     params.rows = dims.logit_rows;
     params.params = reinterpret_cast<const sampling::RowParams*>(b.row_sampling.ptr());
     params.tokens = reinterpret_cast<int*>(b.tokens.ptr());
-    void* args[] = {&params};
+    const KernelArgs args = kernelArgs(params);
     INGOT_RETURN_IF_ERROR(l.launch(s.fused.sample, dims.logit_rows, 1, 1, args, "sampling"));
     INGOT_RETURN_IF_ERROR(cu.check("cuMemcpyDtoHAsync",
                                    cu.memcpyDtoHAsync(b.tokens_host.data(), b.tokens.ptr(), L * 4,

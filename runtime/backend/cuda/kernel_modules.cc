@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "core/artifact/manifest_checks.h"
 #include "runtime/backend/cuda/ptx_jit_cache.h"
@@ -42,6 +43,37 @@ StatusOr<const schema::KernelBinaryDef*> selectPtx(const schema::KernelDef& kern
   return internalError("force_ptx: chosen PTX binary not found");
 }
 
+/// What the manifest says of `kernel` (`what` names it): its launch shape and parameter
+/// sizes, checked; the function is found later.
+StatusOr<LoadedKernel> manifestEntry(const schema::KernelDef& kernel, const std::string& what) {
+  LoadedKernel entry;
+  entry.name = kernel.name()->str();
+  if (const auto* dims = kernel.block_dim()) {
+    if (dims->size() > 3)
+      return dataLoss(what + ": block_dim has " + std::to_string(dims->size()) +
+                      " entries (at most 3: x, y, z)");
+    for (uint32_t i = 0; i < dims->size(); ++i) {
+      if (dims->Get(i) == 0) return dataLoss(what + ": block_dim[" + std::to_string(i) + "] is 0");
+      entry.block[i] = dims->Get(i);
+    }
+  }
+  entry.shared_bytes = kernel.shared_mem_bytes();
+  if (const auto* params = kernel.param_bytes()) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < params->size(); ++i) {
+      if (params->Get(i) == 0)
+        return dataLoss(what + ": param_bytes[" + std::to_string(i) + "] is 0");
+      total += params->Get(i);
+    }
+    if (total > kMaxKernelParamBytes)
+      return dataLoss(what + ": its parameters take " + std::to_string(total) +
+                      " bytes, more than a kernel may (" + std::to_string(kMaxKernelParamBytes) +
+                      ")");
+    entry.param_bytes.assign(params->begin(), params->end());
+  }
+  return entry;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<KernelModules>> KernelModules::load(CudaDriver& driver,
@@ -64,17 +96,7 @@ StatusOr<std::unique_ptr<KernelModules>> KernelModules::load(CudaDriver& driver,
     const std::string what = "kernel '" + displayName(kernel->name()) + "'";
     if (self->kernels_.count(name))
       return dataLoss("the artifact has two kernels named '" + displayName(kernel->name()) + "'");
-    LoadedKernel entry;
-    if (const auto* dims = kernel->block_dim()) {
-      if (dims->size() > 3)
-        return dataLoss(what + ": block_dim has " + std::to_string(dims->size()) +
-                        " entries (at most 3: x, y, z)");
-      for (uint32_t i = 0; i < dims->size(); ++i) {
-        if (dims->Get(i) == 0) return dataLoss(what + ": block_dim[" + std::to_string(i) + "] is 0");
-        entry.block[i] = dims->Get(i);
-      }
-    }
-    entry.shared_bytes = kernel->shared_mem_bytes();
+    INGOT_ASSIGN_OR_RETURN(LoadedKernel entry, manifestEntry(*kernel, what));
 
     StatusOr<const schema::KernelBinaryDef*> chosen =
         options.force_ptx ? selectPtx(*kernel, gpu) : selectKernelBinary(*kernel, gpu);
@@ -131,7 +153,7 @@ StatusOr<std::unique_ptr<KernelModules>> KernelModules::load(CudaDriver& driver,
                                   self->report_.gpu + " allows: " +
                                   driver.describe("cuFuncSetAttribute", r));
     }
-    self->kernels_.emplace(name, entry);
+    self->kernels_.emplace(name, std::move(entry));
   }
   return self;
 }

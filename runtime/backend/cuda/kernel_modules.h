@@ -3,6 +3,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -20,7 +21,16 @@ struct LoadedKernel {
   CUfunction function = nullptr;
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic shared memory per block
+  /// The entry point's parameter sizes in bytes, in order (KernelDef.param_bytes): what
+  /// checkKernelArgs (kernel_args.h) holds every launch to. Empty: not recorded, unchecked.
+  std::vector<uint32_t> param_bytes;
+  /// The kernel's name (its entry point), for messages.
+  std::string name;
 };
+
+/// The most bytes of parameters a kernel may take: 32764 with CUDA 12.1 or newer on Volta
+/// (sm_70) and later (CUDA C++ Programming Guide, "Function Parameters"; 4 KiB before).
+constexpr uint64_t kMaxKernelParamBytes = 32764;
 
 struct KernelModuleOptions {
   /// PTX JIT cache folder: "" = $INGOT_PTX_CACHE, else $XDG_CACHE_HOME/ingot/ptx, else
@@ -50,7 +60,8 @@ class KernelModules {
   /// selectKernelBinary picks; a cubin via cuModuleLoadData; PTX via the JIT cache. A kernel
   /// without a usable binary is an error naming the GPU (name, sm_XY), the kernel and the
   /// targets the artifact carries. Sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES where
-  /// shared_mem_bytes > 48 KiB.
+  /// shared_mem_bytes > 48 KiB. A kernel whose param_bytes has a 0 entry or more than
+  /// kMaxKernelParamBytes in all is a corrupt artifact (dataLoss naming it).
   static StatusOr<std::unique_ptr<KernelModules>> load(CudaDriver& driver, const Artifact& artifact,
                                                        const GpuTarget& gpu,
                                                        const KernelModuleOptions& options = {});

@@ -351,6 +351,42 @@ TEST_F(KernelModulesTest, ErrorsNameTheKernel) {
       << refused.status().message();
 }
 
+TEST_F(KernelModulesTest, RecordsEachKernelsParameterSizes) {
+  const std::string both = cubin("sm_90a", {"k", "l"});
+  Kernel k = kernel("k", {binary("sm_90a", both)});
+  k.paramBytes = {8, 8, 4, 88};
+  Artifact a = artifact({std::move(k), kernel("l", {binary("sm_90a", both)})});
+  auto loaded = load(a);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ((*loaded)->find("k")->param_bytes, (std::vector<uint32_t>{8, 8, 4, 88}));
+  EXPECT_TRUE((*loaded)->find("l")->param_bytes.empty());  // not recorded: unchecked
+}
+
+TEST_F(KernelModulesTest, ZeroByteParameterIsACorruptArtifact) {
+  const std::string name = "ingot_fused_add_f32";
+  Kernel k = kernel(name, {binary("sm_90a", cubin("sm_90a", {name}))});
+  k.paramBytes = {8, 8, 0, 8};
+  auto refused = load(artifact({std::move(k)}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(refused.status().message(), "kernel 'ingot_fused_add_f32': param_bytes[2] is 0");
+  EXPECT_EQ(stats_()->moduleLoads, 0);
+}
+
+TEST_F(KernelModulesTest, ParametersOverTheCudaLimitAreACorruptArtifact) {
+  Kernel atLimit = kernel("a", {binary("sm_90a", cubin("sm_90a", {"a"}))});
+  atLimit.paramBytes = {static_cast<uint32_t>(kMaxKernelParamBytes) - 4, 4};
+  ASSERT_TRUE(load(artifact({std::move(atLimit)})).ok());
+
+  Kernel over = kernel("k", {binary("sm_90a", cubin("sm_90a", {"k"}))});
+  over.paramBytes = {static_cast<uint32_t>(kMaxKernelParamBytes) - 4, 8};
+  auto refused = load(artifact({std::move(over)}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(refused.status().message(),
+            "kernel 'k': its parameters take 32768 bytes, more than a kernel may (32764)");
+}
+
 TEST_F(KernelModulesTest, PtxTheJitRejectsIsAnErrorWithItsLog) {
   Artifact a = artifact({kernel("k", {binary("compute_80", ".visible .entry k() { ret; }")})});
   auto loaded = load(a);

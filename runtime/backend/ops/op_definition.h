@@ -17,10 +17,9 @@ struct PlannedStep;
 /// plan every backend runs from), and how the CPU backend runs it. The CUDA backend's launch
 /// and weight upload of each kind are in its own table (runtime/backend/cuda/cuda_ops.h),
 /// whose test checks it against this one. Adding an op: one file in runtime/backend/ops with
-/// both functions, one row in op_table.cc.
-/// Outputs an op may write over one of its inputs (OpDefinition::in_place).
-inline constexpr int kMaxInPlaceOutputs = 3;
-
+/// both functions, one row in op_table.cc. Which outputs may overwrite which inputs is part
+/// of the artifact contract (core/artifact/slot_plan.h: inPlacePairs): the compiler plans
+/// the slots, and the kernels take an output and its input in one slot.
 struct OpDefinition {
   schema::OpKind kind;
   /// Checks the step against the program, the model config and its weights, and fills the
@@ -28,9 +27,6 @@ struct OpDefinition {
   Status (*plan)(StepPlanner& planner, PlannedStep& step);
   /// Runs a planned step on the CPU backend.
   Status (*run_cpu)(CpuStep& cpu, const PlannedStep& step);
-  /// Output i may take the storage of input in_place[i] when this step is that input's last
-  /// reader (the backends then update it in place); -1: never.
-  int8_t in_place[kMaxInPlaceOutputs] = {-1, -1, -1};
 };
 
 /// The definition of `kind`, or null for a kind the runtime does not know.

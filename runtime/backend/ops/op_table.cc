@@ -23,10 +23,8 @@ const std::vector<OpDefinition>& opDefinitions() {
       {OpKind::Logits, planLogits, runLogitsCpu},
       {OpKind::AllReduce, planCollective, runCollectiveCpu},
       {OpKind::AllGather, planCollective, runCollectiveCpu},
-      // The sum (output 0) may overwrite the residual (input 1) when nothing reads it later.
-      {OpKind::AddRmsNorm, planAddRmsNorm, runAddRmsNormCpu, {1, -1, -1}},
-      // The rotated queries and keys may overwrite the queries and keys.
-      {OpKind::RopeKvWrite, planRopeKvWrite, runRopeKvWriteCpu, {0, 1, -1}},
+      {OpKind::AddRmsNorm, planAddRmsNorm, runAddRmsNormCpu},
+      {OpKind::RopeKvWrite, planRopeKvWrite, runRopeKvWriteCpu},
   };
   return table;
 }

@@ -30,6 +30,7 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
   const OpDefinition* op = findOpDefinition(def.op());
   if (!op) return unsupported("op is not supported by the CPU backend yet");
   step.definition = op;
+  step.fp8_rows = paramInt("fp8_rows", 0) != 0;
   return op->plan(*this, step);
 }
 

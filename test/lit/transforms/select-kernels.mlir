@@ -97,3 +97,37 @@ func.func @step(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
   %s5 = ingot.add %s4, %e : tensor<?x128xf32>
   return %s5 : tensor<?x128xf32>
 }
+
+// -----
+
+// The producers of an fp8 linear's rows are marked ingot.fp8_rows: an rms_norm, the norm
+// of an add_rms_norm (not its sum) and a silu_mul. A producer whose rows only an int4 or
+// dense linear reads is not, nor is a function argument's or an add's.
+// CHECK-LABEL: func.func @producers
+// CHECK: ingot.rms_norm {{.*}}{epsilon = {{.*}}, ingot.fp8_rows}
+// CHECK: ingot.add_rms_norm {{.*}}{epsilon = {{.*}}, ingot.fp8_rows}
+// CHECK: ingot.silu_mul {{.*}}{ingot.fp8_rows}
+// CHECK: %[[ADD:.*]] = ingot.add
+// CHECK-NOT: ingot.fp8_rows
+// CHECK: return
+// NONE-LABEL: func.func @producers
+// NONE-NOT: ingot.fp8_rows
+func.func @producers(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %n = ingot.weight "norm" {handle = 0 : i64} : tensor<256xf32>
+  %w8 = ingot.weight "fp8.weight" {handle = 1 : i64} : tensor<256x256xf8E4M3FN>
+  %s8 = ingot.weight "fp8.scale" {handle = 2 : i64} : tensor<256xf32>
+  %y = ingot.rms_norm %x, %n {epsilon = 1.0e-05 : f32} : tensor<?x256xf32>, tensor<256xf32>
+  %a = ingot.linear %y, %w8 scales(%s8 : tensor<256xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x256xf32>, tensor<256x256xf8E4M3FN> -> tensor<?x256xf32>
+  %sum, %z = ingot.add_rms_norm %a, %r, %n {epsilon = 1.0e-05 : f32} : tensor<?x256xf32>, tensor<256xf32>
+  %b = ingot.linear %z, %w8 scales(%s8 : tensor<256xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x256xf32>, tensor<256x256xf8E4M3FN> -> tensor<?x256xf32>
+  %m = ingot.silu_mul %b, %sum : tensor<?x256xf32>
+  %c = ingot.linear %m, %w8 scales(%s8 : tensor<256xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x256xf32>, tensor<256x256xf8E4M3FN> -> tensor<?x256xf32>
+  %d = ingot.add %c, %sum : tensor<?x256xf32>
+  %e = ingot.linear %d, %w8 scales(%s8 : tensor<256xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x256xf32>, tensor<256x256xf8E4M3FN> -> tensor<?x256xf32>
+  %wd = ingot.weight "dense.weight" {handle = 3 : i64} : tensor<256x256xf32>
+  %y2 = ingot.rms_norm %e, %n {epsilon = 1.0e-05 : f32} : tensor<?x256xf32>, tensor<256xf32>
+  %f = ingot.linear %y2, %wd : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %g = ingot.linear %x, %w8 scales(%s8 : tensor<256xf32>) {quant = #ingot.quant<per_channel>} : tensor<?x256xf32>, tensor<256x256xf8E4M3FN> -> tensor<?x256xf32>
+  %h = ingot.add %f, %g : tensor<?x256xf32>
+  return %h : tensor<?x256xf32>
+}
