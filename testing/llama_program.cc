@@ -43,6 +43,8 @@ void addFakeCudaKernels(ArtifactWriter& writer, const LlamaProgramOptions& o) {
     Kernel k;
     k.name = name;
     k.blockDim = {threads, 1, 1};
+    if (auto it = o.fake_kernel_param_bytes.find(name); it != o.fake_kernel_param_bytes.end())
+      k.paramBytes = it->second;
     const std::string image = "FAKECUBIN entry:" + name;
     // sm_90 and sm_80 (the fake device's compute capability can be set: sm_80..sm_89 load
     // the sm_80 one); the writer stores the identical images once.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ struct LlamaProgramOptions {
   /// With fake_cuda_kernels: also the W8A8 quantizing producers (ingot_fp8_rms_norm_quant,
   /// ingot_fp8_silu_mul_quant); false gives an artifact compiled before them.
   bool fake_fp8_producer_kernels = false;
+  /// With fake_cuda_kernels: the entry-point parameter sizes recorded for these kernels
+  /// (KernelDef.param_bytes, which every launch is checked against); the others record none.
+  std::map<std::string, std::vector<uint32_t>> fake_kernel_param_bytes;
 };
 
 /// A tiny Llama (the default options but `vocab`, `max_context` and `seed`) built once per

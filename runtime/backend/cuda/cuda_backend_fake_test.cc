@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/kernels/fused_params.h"
 #include "core/kernels/quant_params.h"
 #include "runtime/backend/cuda/cuda_backend.h"
 #include "testing/cuda/fake_cuda_test.h"
@@ -415,6 +416,34 @@ TEST_F(CudaBackendFakeTest, BadStepsAreRefusedBeforeAnyLaunch) {
   EXPECT_TRUE(launches().empty());
   EXPECT_FALSE(b->copyKvBlocks(0, 64).ok());
   EXPECT_FALSE(b->copyKvSlots({{0, 64 * o.block_size}}).ok());
+}
+
+TEST_F(CudaBackendFakeTest, ALaunchWithArgumentsTheKernelDoesNotTakeIsRefusedNamingBoth) {
+  testing::LlamaProgramOptions o;
+  // The embedding kernel takes what this runtime passes; the rms_norm kernel is recorded as
+  // if built for another kernel ABI, one without the epsilon.
+  o.fake_kernel_param_bytes = {
+      {"ingot_fused_embedding_f32", {static_cast<uint32_t>(sizeof(fused::EmbeddingParams))}},
+      {"ingot_fused_rms_norm_residual_f32", {8, 8, 8, 8, 4}}};
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  SetUp();
+  Sequence seq;
+  seq.tokens = {1, 2};
+  seq.blocks = {0};
+  std::vector<float> logits;
+  Status s = b->step(makeStep({&seq}, {2}, o.block_size), &logits);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("kernel 'ingot_fused_rms_norm_residual_f32' takes 5 parameters of "
+                             "8, 8, 8, 8, 4 bytes (the artifact's kernel ABI); this runtime "
+                             "passes 6 parameters of 8, 8, 8, 8, 4, 4 bytes"),
+            std::string::npos)
+      << s.message();
+  // The embedding before it ran: its recorded sizes matched.
+  EXPECT_EQ(countOf(launches(), "ingot_fused_embedding_f32"), 1u);
+  EXPECT_EQ(countOf(launches(), "ingot_fused_rms_norm_residual_f32"), 0u);
 }
 
 TEST_F(CudaBackendFakeTest, UnsupportedArtifactsAreRefusedAtLoadNamingWhy) {
