@@ -248,8 +248,16 @@ std::vector<Case> buildCases() {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::cerr << "usage: ingot-variant-opcases <output.h>\n";
+  const std::string usage = "usage: ingot-variant-opcases <output.h>\n"
+                            "Writes the attention variants of every region op and type, with "
+                            "the table the CUDA region emitter's host test walks.\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
+  // Never take an option for the output path.
+  if (argc != 2 || argv[1][0] == '-') {
+    std::cerr << usage;
     return 2;
   }
   std::vector<Case> cases = buildCases();
