@@ -159,6 +159,37 @@ class Builder {
   void fuseElementwise() {
     fuseResidualNorms();
     fuseRopeKvWrites();
+    fuseGatedLinears();
+  }
+
+  bool fp8Weight(const ProgramStep& linear) const {
+    return linear.op == OpKind::Linear && !linear.weights.empty() &&
+           writer_.contents().tensors[linear.weights[0]].dtype == DType::F8E4M3FN;
+  }
+
+  /// Each MLP's gate and up linears and their silu_mul, fused into gated_linear (weights:
+  /// gate, up, the gate's scales, the up's scales; param activation 0), as
+  /// ingot-fuse-elementwise does: not where the gate, up or down weights are fp8.
+  void fuseGatedLinears() {
+    std::vector<ProgramStep>& steps = program_.steps;
+    for (size_t i = 2; i + 1 < steps.size(); ++i) {
+      const ProgramStep &gate = steps[i - 2], &up = steps[i - 1], &act = steps[i];
+      if (gate.op != OpKind::Linear || up.op != OpKind::Linear || act.op != OpKind::SiluMul ||
+          act.inputs != std::vector<int32_t>{gate.outputs[0], up.outputs[0]} ||
+          gate.inputs != up.inputs || fp8Weight(gate) || fp8Weight(up) || fp8Weight(steps[i + 1]))
+        continue;
+      ProgramStep fused;
+      fused.op = OpKind::GatedLinear;
+      fused.inputs = gate.inputs;
+      fused.outputs = act.outputs;
+      fused.weights = {gate.weights[0], up.weights[0]};
+      fused.weights.insert(fused.weights.end(), gate.weights.begin() + 1, gate.weights.end());
+      fused.weights.insert(fused.weights.end(), up.weights.begin() + 1, up.weights.end());
+      fused.params = {{"activation", o_.gated_activation, 0}};
+      steps[i] = std::move(fused);
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i - 2),
+                  steps.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
 
   /// The rms_norm, add_rms_norm (by its normalized rows) or silu_mul making an fp8 linear's

@@ -70,7 +70,8 @@ struct LlamaProgramOptions {
   bool dequantized_linears = false;
   /// The ops `ingot compile` fuses (ingot-fuse-elementwise) as one step each: a residual add
   /// and the rms_norm right after it (add_rms_norm), a layer's two ropes and its kv_write
-  /// (rope_kv_write); false: the unfused ops.
+  /// (rope_kv_write), an MLP's gate and up linears and their silu_mul (gated_linear);
+  /// false: the unfused ops.
   bool fuse_elementwise = false;
   /// > 1: shard the model over this many tensor-parallel ranks as `ingot compile --tp`
   /// does (docs/tensor-parallel.md): one program per rank, sharded tensors per rank. The
@@ -92,6 +93,8 @@ struct LlamaProgramOptions {
   /// With fake_cuda_kernels: the entry-point parameter sizes recorded for these kernels
   /// (KernelDef.param_bytes, which every launch is checked against); the others record none.
   std::map<std::string, std::vector<uint32_t>> fake_kernel_param_bytes;
+  /// The fused gated_linear steps' activation param (0 silu; other values test refusals).
+  int64_t gated_activation = 0;
 };
 
 /// A tiny Llama (the default options but `vocab`, `max_context` and `seed`) built once per

@@ -205,24 +205,23 @@ private:
 
     llvm::DenseMap<mlir::Value, QuantScheme> schemes;
     llvm::DenseSet<mlir::Value> scaleValues; // scales get positive random values
-    mlir::WalkResult result = step.walk([&](mlir::ingot::LinearOp op) {
-      auto quant = op.getQuantAttr();
-      if (!quant)
-        return mlir::WalkResult::advance();
-      if (!tensorOf.count(op.getWeight())) {
-        op.emitError("quantized linear weights must come from ingot.weight");
-        return mlir::WalkResult::interrupt();
+    // A quantized weight's scheme, from the linear (or gated linear) that reads it.
+    auto record = [&](mlir::Operation *op, mlir::Value weight, mlir::ValueRange scaleOperands,
+                      mlir::ingot::QuantSchemeAttr quant) {
+      if (!tensorOf.count(weight)) {
+        op->emitError("quantized linear weights must come from ingot.weight");
+        return mlir::failure();
       }
       QuantScheme scheme;
       scheme.kind = toQuantKind(quant.getKind());
       scheme.blockSize = static_cast<uint32_t>(quant.getBlockSize());
       scheme.zeroKind = toZeroKind(quant.getOffsetKind());
       llvm::SmallVector<int32_t> scales;
-      for (mlir::Value s : op.getScales()) {
+      for (mlir::Value s : scaleOperands) {
         auto it = tensorOf.find(s);
         if (it == tensorOf.end()) {
-          op.emitError("quantization scales must come from ingot.weight");
-          return mlir::WalkResult::interrupt();
+          op->emitError("quantization scales must come from ingot.weight");
+          return mlir::failure();
         }
         scaleValues.insert(s);
         scales.push_back(it->second);
@@ -235,8 +234,20 @@ private:
         else
           scheme.zeroTensor = scales[1];
       }
-      schemes[op.getWeight()] = scheme;
-      return mlir::WalkResult::advance();
+      schemes[weight] = scheme;
+      return mlir::success();
+    };
+    mlir::WalkResult result = step.walk([&](mlir::Operation *op) {
+      mlir::LogicalResult ok = mlir::success();
+      if (auto linear = llvm::dyn_cast<mlir::ingot::LinearOp>(op); linear && linear.getQuantAttr())
+        ok = record(op, linear.getWeight(), linear.getScales(), linear.getQuantAttr());
+      if (auto gated = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op); gated && gated.getQuantAttr())
+        if (mlir::failed(record(op, gated.getGateWeight(), gated.getGateScales(),
+                                gated.getQuantAttr())) ||
+            mlir::failed(record(op, gated.getUpWeight(), gated.getUpScales(),
+                                gated.getQuantAttr())))
+          ok = mlir::failure();
+      return mlir::failed(ok) ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
     });
     if (result.wasInterrupted())
       return failure();
@@ -536,6 +547,8 @@ private:
       lowerParams(&op, step);
       if (op.hasAttr(kFp8RowsAttr))
         step.params.push_back({"fp8_rows", 1, 0});
+      if (auto gated = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op))
+        step.params.push_back({"activation", gated.getActivation() == "gelu" ? 1 : 0, 0});
       if (auto attn = llvm::dyn_cast<mlir::ingot::AttentionOp>(op)) {
         auto variant = lowerAttentionVariant(attn);
         if (failed(variant))

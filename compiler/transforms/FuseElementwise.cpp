@@ -1,7 +1,8 @@
-//===- FuseElementwise.cpp - fuse a residual add into its rms_norm --------===//
+//===- FuseElementwise.cpp - fuse a layer's elementwise op groups ---------===//
 //
 // ingot-fuse-elementwise (Passes.td): add + rms_norm -> add_rms_norm; rope (q) + rope (k) +
-// kv_write -> rope_kv_write.
+// kv_write -> rope_kv_write; linear (gate) + linear (up) + silu_mul / gelu_mul ->
+// gated_linear.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
@@ -24,6 +25,10 @@ namespace {
 using mlir::ingot::AddOp;
 using mlir::ingot::AddRmsNormOp;
 using mlir::ingot::AttentionOp;
+using mlir::ingot::GatedLinearOp;
+using mlir::ingot::GeluMulOp;
+using mlir::ingot::LinearOp;
+using mlir::ingot::SiluMulOp;
 using mlir::ingot::KvWriteOp;
 using mlir::ingot::RmsNormOp;
 using mlir::ingot::RopeKvWriteOp;
@@ -111,6 +116,52 @@ void fuseRopeKv(RopeKvTriple t) {
   t.query.erase();
 }
 
+bool hasFp8Weight(LinearOp op) {
+  return llvm::isa<mlir::Float8E4M3FNType>(
+      llvm::cast<mlir::RankedTensorType>(op.getWeight().getType()).getElementType());
+}
+
+/// A gated MLP's gate and up linears and the silu_mul / gelu_mul of their results: the
+/// fused op takes the activation's place.
+struct GatedTriple {
+  LinearOp gate, up;
+  mlir::Operation *act;
+};
+/// The linears `act` reads, when they fuse: both read one input, have no bias, the same
+/// weight type, scheme and scale types, and nothing else reads them. Not where they or a
+/// linear reading `act` hold fp8 weights: on CUDA those run W8A8, whose quantizing producers
+/// are the norm before and the silu_mul itself (ingot-select-kernels marks them).
+std::optional<GatedTriple> fusableGated(mlir::Operation *act) {
+  auto gate = act->getOperand(0).getDefiningOp<LinearOp>();
+  auto up = act->getOperand(1).getDefiningOp<LinearOp>();
+  if (!gate || !up || gate == up)
+    return std::nullopt;
+  for (LinearOp l : {gate, up})
+    if (!l->hasOneUse() || l->getBlock() != act->getBlock() || l.getBias() || hasFp8Weight(l))
+      return std::nullopt;
+  if (gate.getInput() != up.getInput() ||
+      gate.getWeight().getType() != up.getWeight().getType() ||
+      gate.getQuantAttr() != up.getQuantAttr() ||
+      !llvm::equal(gate.getScales().getTypes(), up.getScales().getTypes()))
+    return std::nullopt;
+  for (mlir::Operation *user : act->getUsers())
+    if (auto down = llvm::dyn_cast<LinearOp>(user); down && hasFp8Weight(down))
+      return std::nullopt;
+  return GatedTriple{gate, up, act};
+}
+
+void fuseGated(GatedTriple t) {
+  mlir::OpBuilder b(t.act);
+  auto fused = GatedLinearOp::create(
+      b, t.act->getLoc(), t.act->getResult(0).getType(), t.gate.getInput(), t.gate.getWeight(),
+      t.up.getWeight(), t.gate.getScales(), t.up.getScales(),
+      b.getStringAttr(llvm::isa<SiluMulOp>(t.act) ? "silu" : "gelu"), t.gate.getQuantAttr());
+  t.act->getResult(0).replaceAllUsesWith(fused.getResult());
+  t.act->erase();
+  t.up.erase();
+  t.gate.erase();
+}
+
 class FuseElementwisePass : public impl::FuseElementwiseBase<FuseElementwisePass> {
 public:
   using Base::Base;
@@ -138,6 +189,14 @@ public:
     });
     for (RopeKvTriple t : triples)
       fuseRopeKv(t);
+    llvm::SmallVector<GatedTriple> gated;
+    getOperation().walk([&](mlir::Operation *op) {
+      if (llvm::isa<SiluMulOp, GeluMulOp>(op))
+        if (std::optional<GatedTriple> t = fusableGated(op))
+          gated.push_back(*t);
+    });
+    for (GatedTriple t : gated)
+      fuseGated(t);
   }
 };
 
@@ -145,7 +204,7 @@ public:
 void unfuseElementwise(mlir::Operation *root) {
   llvm::SmallVector<mlir::Operation *> fused;
   root->walk([&](mlir::Operation *op) {
-    if (llvm::isa<AddRmsNormOp, RopeKvWriteOp>(op))
+    if (llvm::isa<AddRmsNormOp, RopeKvWriteOp, GatedLinearOp>(op))
       fused.push_back(op);
   });
   for (mlir::Operation *op : fused) {
@@ -156,6 +215,19 @@ void unfuseElementwise(mlir::Operation *root) {
                                     n.getEpsilonAttr());
       n.getSum().replaceAllUsesWith(add.getResult());
       n.getResult().replaceAllUsesWith(norm.getResult());
+    } else if (auto g = llvm::dyn_cast<GatedLinearOp>(op)) {
+      mlir::Type type = g.getResult().getType();
+      auto linear = [&](mlir::Value weight, mlir::ValueRange scales) {
+        return LinearOp::create(b, g.getLoc(), type, g.getInput(), weight, mlir::Value(), scales,
+                                g.getQuantAttr());
+      };
+      LinearOp gate = linear(g.getGateWeight(), g.getGateScales());
+      LinearOp up = linear(g.getUpWeight(), g.getUpScales());
+      mlir::Value act =
+          g.getActivation() == "gelu"
+              ? GeluMulOp::create(b, g.getLoc(), gate.getResult(), up.getResult()).getResult()
+              : SiluMulOp::create(b, g.getLoc(), gate.getResult(), up.getResult()).getResult();
+      g.getResult().replaceAllUsesWith(act);
     } else {
       auto f = llvm::cast<RopeKvWriteOp>(op);
       auto rope = [&](mlir::Value x, mlir::IntegerAttr heads) {

@@ -79,7 +79,7 @@ def ShardTensorParallel : Pass<"ingot-shard-tensor-parallel", "::mlir::ModuleOp"
 def FuseElementwise : Pass<"ingot-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuses a decoder layer's elementwise op groups into single steps";
   let description = [{
-    Two patterns, each giving results equal to the unfused ops' bit for bit:
+    Three patterns, each giving results equal to the unfused ops' bit for bit:
 
     **Residual add + rms_norm.**
     Rewrites `%s = ingot.add %r, %x` followed by `%y = ingot.rms_norm %s, %w`
@@ -97,6 +97,16 @@ def FuseElementwise : Pass<"ingot-fuse-elementwise", "::mlir::ModuleOp"> {
     `%c`, become `%qr, %kr, %c = ingot.rope_kv_write %q, %k, %v, ...` at the
     write's place (when `%qr` is read only after it): one kernel instead of
     three.
+
+    **linear (gate) + linear (up) + silu_mul / gelu_mul.** `%g = ingot.linear
+    %x, %wg` and `%u = ingot.linear %x, %wu`, read only by `%y = ingot.silu_mul
+    %g, %u` (or `gelu_mul`), become `%y = ingot.gated_linear %x, %wg, %wu
+    {activation = "silu"}` at the activation's place: one step that reads `%x`
+    once (the CPU backend prepares it once for both weights and applies the
+    activation while the rows are in cache). Both linears must have no bias and
+    the same weight type, scheme and scale types. MLPs with fp8 weights (in the
+    gate/up or in a linear reading the activation) stay unfused: on CUDA they
+    run W8A8, whose quantizing producers are the norm and the silu_mul.
   }];
 }
 

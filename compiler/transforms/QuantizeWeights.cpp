@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
 
+#include "compiler/transforms/Fusion.h"
+
 #include <optional>
 
 #include "dialects/ingot/IngotDialect.h"
@@ -99,6 +101,12 @@ public:
     }
     quantKind = *kind;
 
+    // A module printed after `fuse` may hold gated linears over unquantized weights: their
+    // linears are quantized one by one, and fusion runs again later.
+    bool unquantizedGated = false;
+    module.walk([&](mlir::ingot::GatedLinearOp op) { unquantizedGated |= !op.getQuantAttr(); });
+    if (unquantizedGated)
+      unfuseElementwise(module);
     SmallVector<LinearOp> linears;
     module.walk([&](LinearOp op) { linears.push_back(op); });
     for (LinearOp op : linears)

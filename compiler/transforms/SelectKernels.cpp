@@ -144,19 +144,20 @@ private:
       module->setAttr(kFusedKvWriteFp8Attr, b.getUnitAttr());
   }
 
-  /// The GEMV kernel that reads `op`'s quantized weight, or an error at the op (the
-  /// linear's verifier already refuses int4 without an offset or with other scale types;
-  /// the checks stay for modules built without verification).
+  /// The GEMV kernel that reads `op`'s quantized `weight` (with its `scales`), or an error
+  /// at the op (the linear's verifier already refuses int4 without an offset or with other
+  /// scale types; the checks stay for modules built without verification).
   static mlir::FailureOr<codegen::QuantGemvKernel>
-  quantGemvKernel(mlir::ingot::LinearOp op, mlir::ingot::QuantSchemeAttr quant) {
+  quantGemvKernel(mlir::Operation *op, mlir::Value weightValue, mlir::ValueRange scales,
+                  mlir::ingot::QuantSchemeAttr quant) {
     using quantgemv::Format;
     using quantgemv::ScaleType;
     std::string weight = "?";
-    if (auto w = op.getWeight().getDefiningOp<mlir::ingot::WeightOp>())
+    if (auto w = weightValue.getDefiningOp<mlir::ingot::WeightOp>())
       weight = w.getName().str();
     auto fail = [&](const std::string &why) {
-      op.emitError() << "ingot-select-kernels: quantized linear weight '" << weight
-                     << "': " << why;
+      op->emitError() << "ingot-select-kernels: quantized linear weight '" << weight
+                      << "': " << why;
       return mlir::failure();
     };
     codegen::QuantGemvKernel k;
@@ -180,10 +181,9 @@ private:
       k.format = Format::kInt4Zero;
     else
       return fail("int4 group quantization needs an offset (zero or min)");
-    if (op.getScales().empty())
+    if (scales.empty())
       return fail("its int4 scales are missing");
-    mlir::Type scale =
-        llvm::cast<mlir::ShapedType>(op.getScales().front().getType()).getElementType();
+    mlir::Type scale = llvm::cast<mlir::ShapedType>(scales.front().getType()).getElementType();
     if (scale.isF16())
       k.scaleType = ScaleType::kF16;
     else if (scale.isBF16())
@@ -196,27 +196,43 @@ private:
     return k;
   }
 
-  /// `ingot.quant_kernels`: the GEMV kernels of the steps' quantized linears (each brings
-  /// its tensor-core GEMM), in codegen::allQuantGemvKernels order; `ingot.w8a8_kernels`
-  /// when a linear holds fp8 weights (the activation quantizer, epilogue and producers).
+  /// `ingot.quant_kernels`: the GEMV kernels of the steps' quantized linears and gated
+  /// linears (each brings its tensor-core GEMM), in codegen::allQuantGemvKernels order;
+  /// `ingot.w8a8_kernels` when a linear holds fp8 weights (the activation quantizer,
+  /// epilogue and producers). A gated linear's fp8 weights run through the weight-only
+  /// GEMV: ingot-fuse-elementwise leaves fp8 MLPs unfused, so W8A8 keeps its producers.
   static mlir::LogicalResult selectLinearKernels(mlir::ModuleOp module,
                                                  llvm::ArrayRef<mlir::func::FuncOp> steps) {
     std::vector<codegen::QuantGemvKernel> used;
     bool fp8 = false;
+    auto use = [&](mlir::Operation *op, mlir::Value weight, mlir::ValueRange scales,
+                   mlir::ingot::QuantSchemeAttr quant) {
+      mlir::FailureOr<codegen::QuantGemvKernel> k = quantGemvKernel(op, weight, scales, quant);
+      if (mlir::succeeded(k) && std::find(used.begin(), used.end(), *k) == used.end())
+        used.push_back(*k);
+      return k;
+    };
     for (mlir::func::FuncOp step : steps) {
-      mlir::WalkResult walk = step.walk([&](mlir::ingot::LinearOp op) {
-        mlir::ingot::QuantSchemeAttr quant = op.getQuantAttr();
+      mlir::WalkResult walk = step.walk([&](mlir::Operation *op) {
+        if (auto gated = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op)) {
+          mlir::ingot::QuantSchemeAttr quant = gated.getQuantAttr();
+          if (quant && (mlir::failed(use(op, gated.getGateWeight(), gated.getGateScales(), quant)) ||
+                        mlir::failed(use(op, gated.getUpWeight(), gated.getUpScales(), quant))))
+            return mlir::WalkResult::interrupt();
+          return mlir::WalkResult::advance();
+        }
+        auto linear = llvm::dyn_cast<mlir::ingot::LinearOp>(op);
+        mlir::ingot::QuantSchemeAttr quant = linear ? linear.getQuantAttr() : nullptr;
         if (!quant)
           return mlir::WalkResult::advance();
-        mlir::FailureOr<codegen::QuantGemvKernel> k = quantGemvKernel(op, quant);
+        mlir::FailureOr<codegen::QuantGemvKernel> k =
+            use(op, linear.getWeight(), linear.getScales(), quant);
         if (mlir::failed(k))
           return mlir::WalkResult::interrupt();
         if (k->format == quantgemv::Format::kFp8) {
           fp8 = true;
-          markFp8Producer(op.getInput());
+          markFp8Producer(linear.getInput());
         }
-        if (std::find(used.begin(), used.end(), *k) == used.end())
-          used.push_back(*k);
         return mlir::WalkResult::advance();
       });
       if (walk.wasInterrupted())

@@ -135,6 +135,7 @@ schema::OpKind stepKind(mlir::Operation *op) {
       .Case("ingot.rope_kv_write", schema::OpKind::RopeKvWrite)
       .Case("ingot.layer_norm", schema::OpKind::LayerNorm)
       .Case("ingot.linear", schema::OpKind::Linear)
+      .Case("ingot.gated_linear", schema::OpKind::GatedLinear)
       .Case("ingot.rope", schema::OpKind::Rope)
       .Case("ingot.kv_write", schema::OpKind::KvWrite)
       .Case("ingot.attention", schema::OpKind::Attention)

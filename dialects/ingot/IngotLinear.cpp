@@ -1,4 +1,5 @@
-// Verifier of ingot.linear: weight/bias shapes and, for quantized weights, every scale operand.
+// Verifiers of ingot.linear and ingot.gated_linear: weight/bias shapes and, for quantized
+// weights, every scale operand.
 #include "dialects/ingot/IngotDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -58,42 +59,41 @@ StringRef scaleOperandNames(QuantKind kind) {
 }
 
 /// Checks a scalar f32 scale: tensor<f32> or tensor<1xf32>.
-LogicalResult verifyScalarScale(LinearOp op, Value scale, StringRef what) {
+LogicalResult verifyScalarScale(Operation *op, Value scale, StringRef what) {
   auto type = cast<RankedTensorType>(scale.getType());
   bool scalarShape = type.getRank() == 0 ||
                      (type.getRank() == 1 && type.getDimSize(0) == 1);
   if (!scalarShape || !type.getElementType().isF32())
-    return op.emitOpError() << what << " must be tensor<f32> or tensor<1xf32>, got "
+    return op->emitOpError() << what << " must be tensor<f32> or tensor<1xf32>, got "
                             << type;
   return success();
 }
 
 /// Checks a scale tensor against the exact type the scheme needs.
-LogicalResult verifyScaleType(LinearOp op, Value scale, RankedTensorType expected,
+LogicalResult verifyScaleType(Operation *op, Value scale, RankedTensorType expected,
                               StringRef what) {
   if (scale.getType() != expected)
-    return op.emitOpError() << what << " must be " << expected << ", got "
+    return op->emitOpError() << what << " must be " << expected << ", got "
                             << scale.getType();
   return success();
 }
 
-/// Checks the scale operands of a quantized linear whose weight is [n, k].
-LogicalResult verifyScales(LinearOp op, QuantSchemeAttr quant, int64_t n,
-                           int64_t k) {
+/// Checks the scale operands of a quantized weight of shape [n, k].
+LogicalResult verifyScales(Operation *op, Value weight, ValueRange scales,
+                           QuantSchemeAttr quant, int64_t n, int64_t k) {
   QuantKind kind = quant.getKind();
   StringRef scheme = stringifyQuantKind(kind);
-  Type weightElement = op.getWeight().getType().getElementType();
+  Type weightElement = cast<RankedTensorType>(weight.getType()).getElementType();
   if (!weightTypeFits(kind, weightElement))
-    return op.emitOpError() << scheme << " quantization needs "
+    return op->emitOpError() << scheme << " quantization needs "
                             << expectedWeightType(kind)
                             << " weights, got " << weightElement;
-  ValueRange scales = op.getScales();
   if (scales.size() != quant.getNumScaleOperands())
-    return op.emitOpError() << scheme << " quantization takes "
+    return op->emitOpError() << scheme << " quantization takes "
                             << quant.getNumScaleOperands() << " scale operand(s) "
                             << scaleOperandNames(kind) << ", got "
                             << scales.size();
-  MLIRContext *ctx = op.getContext();
+  MLIRContext *ctx = op->getContext();
   Builder b(ctx);
   switch (kind) {
   case QuantKind::PerTensor:
@@ -107,7 +107,7 @@ LogicalResult verifyScales(LinearOp op, QuantSchemeAttr quant, int64_t n,
 
   int64_t block = quant.getBlockSize();
   if (k % block != 0)
-    return op.emitOpError() << "input features K = " << k
+    return op->emitOpError() << "input features K = " << k
                             << " are not a multiple of the " << scheme
                             << " block size " << block;
   SmallVector<int64_t> blockShape = {n, k / block};
@@ -126,7 +126,7 @@ LogicalResult verifyScales(LinearOp op, QuantSchemeAttr quant, int64_t n,
   auto scaleType = cast<RankedTensorType>(scales[0].getType());
   Type scaleElement = scaleType.getElementType();
   if (!scaleElement.isF16() && !scaleElement.isBF16() && !scaleElement.isF32())
-    return op.emitOpError() << "int4 group scale element type must be f16, bf16 "
+    return op->emitOpError() << "int4 group scale element type must be f16, bf16 "
                                "or f32, got "
                             << scaleElement;
   if (failed(verifyScaleType(op, scales[0],
@@ -137,7 +137,7 @@ LogicalResult verifyScales(LinearOp op, QuantSchemeAttr quant, int64_t n,
   Type offsetElement = offsetType.getElementType();
   bool zero = quant.getOffsetKind() == QuantOffsetKind::Zero;
   if (offsetElement != scaleElement && !(zero && offsetElement == weightElement))
-    return op.emitOpError()
+    return op->emitOpError()
            << "int4 group " << (zero ? "zero" : "min") << " element type must be "
            << scaleElement << (zero ? " (the scale type) or the weight type" : "")
            << ", got " << offsetElement;
@@ -146,31 +146,40 @@ LogicalResult verifyScales(LinearOp op, QuantSchemeAttr quant, int64_t n,
                          zero ? "int4 group zero" : "int4 group min");
 }
 
+/// Checks input [T, K] x weight [N, K]^T -> result [T, N]: ranks, a static weight, the
+/// dimensions and one element type for input and result. `weights` names the weight(s).
+LogicalResult verifyProductShapes(Operation *op, RankedTensorType input,
+                                  RankedTensorType weight, RankedTensorType result,
+                                  StringRef weights) {
+  if (input.getRank() != 2 || result.getRank() != 2)
+    return op->emitOpError() << "expects [tokens, features] input and result, got "
+                             << input << " and " << result;
+  if (weight.getRank() != 2 || !weight.hasStaticShape())
+    return op->emitOpError() << "expects a static [out, in] " << weights << ", got " << weight;
+  int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
+  if (!dimsAgree(input.getDimSize(1), k))
+    return op->emitOpError() << "input has " << input.getDimSize(1) << " features but the "
+                             << weights << " takes " << k;
+  if (!dimsAgree(result.getDimSize(1), n))
+    return op->emitOpError() << "result has " << result.getDimSize(1) << " features but the "
+                             << weights << " produces " << n;
+  if (!dimsAgree(input.getDimSize(0), result.getDimSize(0)))
+    return op->emitOpError() << "token count of input (" << input.getDimSize(0)
+                             << ") does not match result (" << result.getDimSize(0) << ")";
+  if (input.getElementType() != result.getElementType())
+    return op->emitOpError() << "result element type " << result.getElementType()
+                             << " differs from the input's " << input.getElementType();
+  return success();
+}
+
 } // namespace
 
 LogicalResult LinearOp::verify() {
-  RankedTensorType input = getInput().getType();
   RankedTensorType weight = getWeight().getType();
-  RankedTensorType result = getResult().getType();
-  if (input.getRank() != 2 || result.getRank() != 2)
-    return emitOpError() << "expects [tokens, features] input and result, got "
-                         << input << " and " << result;
-  if (weight.getRank() != 2 || !weight.hasStaticShape())
-    return emitOpError() << "expects a static [out, in] weight, got " << weight;
+  if (failed(verifyProductShapes(*this, getInput().getType(), weight, getResult().getType(),
+                                 "weight")))
+    return failure();
   int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
-  if (!dimsAgree(input.getDimSize(1), k))
-    return emitOpError() << "input has " << input.getDimSize(1)
-                         << " features but the weight takes " << k;
-  if (!dimsAgree(result.getDimSize(1), n))
-    return emitOpError() << "result has " << result.getDimSize(1)
-                         << " features but the weight produces " << n;
-  if (!dimsAgree(input.getDimSize(0), result.getDimSize(0)))
-    return emitOpError() << "token count of input (" << input.getDimSize(0)
-                         << ") does not match result (" << result.getDimSize(0)
-                         << ")";
-  if (input.getElementType() != result.getElementType())
-    return emitOpError() << "result element type " << result.getElementType()
-                         << " differs from the input's " << input.getElementType();
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != n)
@@ -191,5 +200,34 @@ LogicalResult LinearOp::verify() {
                            << getScales().size();
     return success();
   }
-  return verifyScales(*this, quant, n, k);
+  return verifyScales(*this, getWeight(), getScales(), quant, n, k);
+}
+
+LogicalResult GatedLinearOp::verify() {
+  if (getActivation() != "silu" && getActivation() != "gelu")
+    return emitOpError() << "activation must be \"silu\" or \"gelu\", got \""
+                         << getActivation() << "\"";
+  RankedTensorType gate = cast<RankedTensorType>(getGateWeight().getType());
+  RankedTensorType up = cast<RankedTensorType>(getUpWeight().getType());
+  if (gate != up)
+    return emitOpError() << "gate and up weights must have one type, got " << gate
+                         << " and " << up;
+  if (failed(verifyProductShapes(*this, getInput().getType(), gate, getResult().getType(),
+                                 "gate weight")))
+    return failure();
+  int64_t n = gate.getDimSize(0), k = gate.getDimSize(1);
+  QuantSchemeAttr quant = getQuantAttr();
+  if (!quant) {
+    Type element = gate.getElementType();
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
+      return emitOpError() << "weight element type " << element
+                           << " needs a #ingot.quant scheme (unquantized weights "
+                              "are f32, f16 or bf16)";
+    if (!getGateScales().empty() || !getUpScales().empty())
+      return emitOpError() << "takes scale operands only with a #ingot.quant scheme";
+    return success();
+  }
+  if (failed(verifyScales(*this, getGateWeight(), getGateScales(), quant, n, k)))
+    return failure();
+  return verifyScales(*this, getUpWeight(), getUpScales(), quant, n, k);
 }

@@ -191,6 +191,39 @@ def Ingot_LinearOp : Ingot_Op<"linear", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Ingot_GatedLinearOp : Ingot_Op<"gated_linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "A gated MLP's gate and up linears with their activation, in one op";
+  let description = [{
+    `result = act(input gate_weight^T) * (input up_weight^T)`, `act` being
+    `silu` or `gelu` (tanh form) as `ingot.silu_mul` / `ingot.gelu_mul` compute
+    them: the pair of `ingot.linear` ops of a Llama/Gemma MLP and their gated
+    activation, one step that reads the input once. Both weights are `[N, K]`
+    of one element type, without bias; with `quant` both follow that scheme,
+    each with its own scale operands (`gate_scales`, `up_scales`, as
+    `ingot.linear` takes them). `ingot-fuse-elementwise` makes it; the results
+    equal the three ops' bit for bit.
+
+    ```mlir
+    %y = ingot.gated_linear %x, %wg, %wu {activation = "silu"}
+           : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, AnyRankedTensor:$gate_weight,
+                       AnyRankedTensor:$up_weight,
+                       Variadic<AnyRankedTensor>:$gate_scales,
+                       Variadic<AnyRankedTensor>:$up_scales,
+                       StrAttr:$activation,
+                       OptionalAttr<Ingot_QuantSchemeAttr>:$quant);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate_weight `,` $up_weight
+    (`gate_scales` `(` $gate_scales^ `:` type($gate_scales) `)`)?
+    (`up_scales` `(` $up_scales^ `:` type($up_scales) `)`)?
+    attr-dict `:` type($input) `,` type($gate_weight) `,` type($up_weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Rotary position embedding and the KV cache
 //===----------------------------------------------------------------------===//

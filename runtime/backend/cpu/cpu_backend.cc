@@ -185,6 +185,7 @@ Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
   cpu.xq = &xq_;
   cpu.gathered = &gathered_;
   cpu.gather_scratch = &gather_scratch_;
+  cpu.gate_rows = &gate_rows_;
   for (size_t i = 0; i < plan_->steps.size(); ++i) {
     const PlannedStep& s = plan_->steps[i];
     cpu.index = i;
@@ -196,7 +197,9 @@ Status CpuBackend::step(const StepInputs& given, std::vector<float>* logits) {
 double CpuBackend::attentionMacCost() const {
   if (!kernels_->bf16_activations) return 1.0;
   for (const PlannedStep& s : plan_->steps)
-    if (s.op == schema::OpKind::Linear && s.weight.type == WeightType::kBF16) return 2.0;
+    if ((s.op == schema::OpKind::Linear || s.op == schema::OpKind::GatedLinear) &&
+        s.weight.type == WeightType::kBF16)
+      return 2.0;
   return 1.0;
 }
 

@@ -138,6 +138,7 @@ class CpuBackend final : public Backend {
   int32_t tp_rank_ = -1;
   Communicator* comm_ = nullptr;        // null: world size 1
   std::vector<float> gather_scratch_;   // all_gather: the ranks' slices, rank-major
+  std::vector<float> gate_rows_;        // gated_linear: the gate product [T, N]
   const CpuKernels* kernels_ = nullptr;
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<ProgramPlan> plan_;

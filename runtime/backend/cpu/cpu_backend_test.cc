@@ -237,22 +237,27 @@ TEST(CpuBackendTest, Bf16AndF16ModelsMatchDenseReference) {
 
 /// Both artifacts' logits, prefill then decode, main and draft program, at every SIMD level
 /// here: bit for bit the same.
-void expectSameLogits(const Artifact& x, const Artifact& y, const LlamaProgramOptions& o) {
+/// Logits of a prefill of `prefill` tokens and one decode step, x against y, bit for bit.
+void expectSameLogits(const Artifact& x, const Artifact& y, const LlamaProgramOptions& o,
+                      int prefill = 18) {
   std::mt19937 rng(o.seed);
-  const std::vector<int32_t> tokens = randomTokens(19, static_cast<int>(o.vocab), rng);
+  const std::vector<int32_t> tokens = randomTokens(prefill + 1, static_cast<int>(o.vocab), rng);
+  std::vector<int32_t> blocks = {3, 0, 5};  // out of order
+  const int needed = (prefill + 1 + static_cast<int>(o.block_size) - 1) / static_cast<int>(o.block_size);
+  for (int b = 6; static_cast<int>(blocks.size()) < needed; ++b) blocks.push_back(b);
   for (int l = 0; l <= static_cast<int>(detectSimdLevel()); ++l)
   for (int32_t program : {0, 1}) {
     SCOPED_TRACE(std::string(simdLevelName(static_cast<SimdLevel>(l))) + " program " +
                  std::to_string(program));
     CpuBackendOptions opts;
-    opts.num_kv_blocks = 8;
+    opts.num_kv_blocks = std::max(8, static_cast<int>(blocks.size()) + 6);
     opts.simd = static_cast<SimdLevel>(l);
     opts.program = program;
     StatusOr<std::unique_ptr<CpuBackend>> a = CpuBackend::create(x, opts);
     StatusOr<std::unique_ptr<CpuBackend>> b = CpuBackend::create(y, opts);
     ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << " / " << b.status().message();
-    Sequence sa{tokens, {3, 0, 5}}, sb = sa;
-    for (int count : {18, 1}) {  // a prefill, then a decode step
+    Sequence sa{tokens, blocks}, sb = sa;
+    for (int count : {prefill, 1}) {  // a prefill, then a decode step
       std::vector<float> la, lb;
       ASSERT_TRUE((*a)->step(makeStep({&sa}, {count}, o.block_size), &la).ok());
       ASSERT_TRUE((*b)->step(makeStep({&sb}, {count}, o.block_size), &lb).ok());
@@ -297,6 +302,69 @@ TEST(CpuBackendTest, FusedStepsWorkInPlaceAndGiveTheUnfusedLogits) {
     EXPECT_EQ(ropeWrites, o.layers);
     expectSameLogits(unfused, fused, o);
   }
+}
+
+TEST(CpuBackendTest, GatedLinearsGiveTheUnfusedLogitsInEveryWeightFormat) {
+  struct Format {
+    const char* name;
+    schema::DType dtype;
+    schema::QuantKind quant;
+    schema::ZeroKind zero;
+  };
+  const Format formats[] = {
+      {"f32", schema::DType::F32, schema::QuantKind::None, schema::ZeroKind::Min},
+      {"bf16", schema::DType::BF16, schema::QuantKind::None, schema::ZeroKind::Min},
+      {"int4 min", schema::DType::F32, schema::QuantKind::Int4Group, schema::ZeroKind::Min},
+      {"int4 zero", schema::DType::F32, schema::QuantKind::Int4Group, schema::ZeroKind::Zero},
+      {"nvfp4", schema::DType::F32, schema::QuantKind::Nvfp4, schema::ZeroKind::Min},
+      {"mxfp4", schema::DType::F32, schema::QuantKind::Mxfp4, schema::ZeroKind::Min},
+      {"fp8", schema::DType::F32, schema::QuantKind::PerChannel, schema::ZeroKind::Min},
+  };
+  for (const Format& f : formats) {
+    SCOPED_TRACE(f.name);
+    LlamaProgramOptions o;
+    o.layers = 2;
+    o.seed = 5;
+    o.draft_layers = 1;  // program 1, the early-exit draft, ends after layer 0's MLP
+    o.weight_dtype = f.dtype;
+    o.linear_quant = f.quant;
+    o.quant_zero_kind = f.zero;
+    const Artifact unfused = openLlama(o);
+    o.fuse_elementwise = true;
+    const Artifact fused = openLlama(o);
+    WeightStore weights(fused);
+    StatusOr<ProgramPlan> plan = planProgram(fused, weights);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    int gated = 0, siluMuls = 0;
+    for (const PlannedStep& s : plan->steps) {
+      siluMuls += s.op == schema::OpKind::SiluMul;
+      if (s.op != schema::OpKind::GatedLinear) continue;
+      ++gated;
+      ASSERT_EQ(s.parts.size(), 2u);
+      EXPECT_EQ(s.parts[0].quantized, f.quant != schema::QuantKind::None);
+      EXPECT_NE(s.parts[0].weight.name, s.parts[1].weight.name);
+      EXPECT_NE(plan->buffers[s.outputs[0]].slot, plan->buffers[s.inputs[0]].slot);
+    }
+    // fp8 MLPs stay unfused (W8A8 on CUDA quantizes in the norm and the silu_mul).
+    const bool fp8 = f.quant == schema::QuantKind::PerChannel;
+    EXPECT_EQ(gated, fp8 ? 0 : o.layers);
+    EXPECT_EQ(siluMuls, fp8 ? o.layers : 0);
+    // 150 tokens: the gated linear runs its columns through three blocks of tokens.
+    expectSameLogits(unfused, fused, o, 150);
+  }
+}
+
+TEST(CpuBackendTest, AGatedLinearWithAnUnknownActivationIsRefusedAtLoad) {
+  LlamaProgramOptions o;
+  o.fuse_elementwise = true;
+  o.gated_activation = 7;
+  const Artifact a = openLlama(o);
+  StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(a, CpuBackendOptions{});
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.status().message().find(
+                "(GatedLinear): param activation must be 0 (silu) or 1 (gelu), found 7"),
+            std::string::npos)
+      << backend.status().message();
 }
 
 /// Logits of every position of seqA, by feeding it in the given chunk sizes, optionally

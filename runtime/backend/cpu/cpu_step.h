@@ -60,6 +60,8 @@ class CpuStep {
   std::vector<float>* xq = nullptr;
   std::vector<float>* gathered = nullptr;
   std::vector<float>* gather_scratch = nullptr;
+  /// A gated linear's gate rows [T, N] until its activation folds them in.
+  std::vector<float>* gate_rows = nullptr;
 
   /// The activation slot that holds `buffer`.
   float* buffer(int32_t buffer) const { return (*slots)[plan->buffers[buffer].slot].data(); }
@@ -74,6 +76,21 @@ class CpuStep {
   /// y [T, N] = x [T, K] w^T + bias for a quantized w: activations prepared once per call,
   /// then rows split over the pool.
   void quantizedLinear(const QuantMatrix& w, const float* x, const float* bias, float* y) const;
+  /// y [T, N] = act(x gate^T) * (x up^T), gate and up [N, K] both unquantized of one type or
+  /// both quantized in one format and block: x prepared once, and each pool task takes a
+  /// range of output columns through both products and the activation (silu, or gelu's tanh
+  /// form), so the gate rows are still in cache when they are folded in.
+  void gatedLinear(const PlannedStep& gate, const PlannedStep& up, bool gelu, const float* x,
+                   float* y) const;
+
+ private:
+  /// Rounds args.x to bf16 once (into x_bf16) when the kernels take bf16 activations and
+  /// w is bf16.
+  void roundInputsToBf16(LinearArgs& args) const;
+  /// x [T, K] prepared for w's kernels (into xq): the args of a product by w, less y.
+  QuantLinearArgs prepareQuantized(const QuantMatrix& w, const float* x) const;
+  /// fn(n0, n1) over [0, N) in kRowGrain multiples, on the pool unless `macs` is too little.
+  void columns(int64_t N, int64_t macs, const std::function<void(int64_t, int64_t)>& fn) const;
 };
 
 }  // namespace ingot

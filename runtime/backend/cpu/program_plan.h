@@ -73,6 +73,10 @@ struct PlannedStep {
   /// Vocab-parallel embedding: row i of the table is token vocab_start + i, other tokens
   /// give zeros. -1: the table covers the whole vocabulary.
   int64_t vocab_start = -1;
+  /// gated_linear: its gate and up products, planned as linear steps (weight, quant; no
+  /// bias), and its activation (silu, or gelu's tanh form). `weight` is the gate's.
+  std::vector<PlannedStep> parts;
+  bool gelu = false;
 };
 
 struct ProgramPlan {

@@ -204,7 +204,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const Artifact& artif
   s.tree_inputs = programTakesTreeInputs(*manifest.programs()->Get(*program),
                                          s.plan->num_extra_inputs);
   for (const PlannedStep& p : s.plan->steps)
-    if (p.op == OpKind::Linear || p.op == OpKind::Logits)
+    if (p.op == OpKind::Linear || p.op == OpKind::Logits || p.op == OpKind::GatedLinear)
       s.max_linear_k = std::max(s.max_linear_k, p.weight.cols());
 
   StatusOr<std::unique_ptr<CudaDriver>> driver = CudaDriver::load();

@@ -288,6 +288,59 @@ TEST_F(CudaBackendFakeTest, QuantizedLinearsRunTheirFormatsGemvKernelFromThePack
   }
 }
 
+TEST_F(CudaBackendFakeTest, AGatedLinearRunsItsTwoProductsThenTheSiluMulInPlace) {
+  for (schema::QuantKind kind : {schema::QuantKind::None, schema::QuantKind::Int4Group}) {
+    SCOPED_TRACE(schema::EnumNameQuantKind(kind));
+    testing::LlamaProgramOptions o;
+    o.linear_quant = kind;
+    o.fuse_elementwise = true;  // every MLP's gate, up and silu_mul in one gated_linear
+    auto a = artifact(o);
+    auto b = backend(*a);
+    ASSERT_TRUE(b);
+    SetUp();
+    Sequence seq;
+    seq.tokens = randomTokens(5, o.vocab);
+    seq.blocks = {1};
+    std::vector<float> logits;
+    ASSERT_TRUE(b->step(makeStep({&seq}, {5}, o.block_size), &logits).ok());
+    const std::vector<Launch> ls = launches();
+    // Each layer's silu_mul over [5, intermediate], after its up product.
+    EXPECT_EQ(countOf(ls, "ingot_fused_silu_mul_f32"), static_cast<size_t>(o.layers));
+    for (size_t i = 0; i < ls.size(); ++i) {
+      if (ls[i].name != "ingot_fused_silu_mul_f32") continue;
+      if (kind == schema::QuantKind::None) continue;
+      ASSERT_GE(i, 2u);
+      EXPECT_EQ(ls[i - 1].name, "ingot_quant_gemv_int4min_f16") << "the up product";
+      EXPECT_EQ(ls[i - 2].name, "ingot_quant_gemv_int4min_f16") << "the gate product";
+    }
+    if (kind == schema::QuantKind::None) {
+      // q, k, v, o, gate, up, down per layer and the head, gate and up of [intermediate, D].
+      const auto g = gemms();
+      ASSERT_EQ(g.size(), static_cast<size_t>(7 * o.layers + 1));
+      EXPECT_EQ(g[4][1], o.intermediate);
+      EXPECT_EQ(g[5][1], o.intermediate);
+    } else {
+      EXPECT_EQ(countOf(ls, "ingot_quant_gemv_int4min_f16"), static_cast<size_t>(7 * o.layers));
+    }
+  }
+}
+
+TEST_F(CudaBackendFakeTest, AGeluGatedLinearIsRefusedAtLoadNamingTheMissingKernel) {
+  testing::LlamaProgramOptions o;
+  o.fuse_elementwise = true;
+  o.gated_activation = 1;  // gelu
+  o.fake_cuda_kernels = true;
+  std::unique_ptr<Artifact> a = tinyLlama(o);
+  CudaBackendOptions options;
+  options.num_kv_blocks = 8;
+  options.kernels.ptx_cache_dir = "none";
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("the CUDA backend has no gelu_mul kernel yet"),
+            std::string::npos)
+      << b.status().message();
+}
+
 TEST_F(CudaBackendFakeTest, PrefillRowsRunTheTensorCoreGemmAndDecodeRowsTheGemv) {
   testing::LlamaProgramOptions o;
   o.linear_quant = schema::QuantKind::Mxfp4;

@@ -103,6 +103,8 @@ struct DeviceStep {
   LoadedKernel gemm;
   LoadedKernel attention;    ///< the step's decode kernel
   LoadedKernel combine;      ///< its split combine
+  /// gated_linear: its gate and up linears, each as a linear step holds them.
+  std::vector<DeviceStep> parts;
 };
 
 /// The fused kernels a step launches, by op.
@@ -120,6 +122,7 @@ struct StepBuffers {
   int32_t max_splits = 1;   ///< split-KV partials capacity
   std::vector<DeviceMemory> slots;  ///< activation slots, f32 [tokens, width]
   DeviceMemory x_bf16;      ///< a linear's input rounded to bf16 [tokens, max K]
+  DeviceMemory gate_rows;   ///< a gated linear's gate product, f32 [tokens, max N]
   DeviceMemory gathered;    ///< logits: the gathered hidden rows, f32 [logit_rows, D]
   DeviceMemory logits;      ///< f32 [logit_rows, vocab]
   DeviceMemory partial_out, partial_max, partial_sum;

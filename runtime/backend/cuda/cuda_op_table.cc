@@ -24,6 +24,7 @@ const std::vector<CudaOpDefinition>& cudaOpDefinitions() {
       {OpKind::AllGather, nullptr, nullptr, enqueueCollectiveCuda},
       {OpKind::AddRmsNorm, nullptr, uploadRmsNormCuda, enqueueAddRmsNormCuda},
       {OpKind::RopeKvWrite, nullptr, uploadRopeCuda, enqueueRopeKvWriteCuda},
+      {OpKind::GatedLinear, resolveGatedLinearCuda, uploadGatedLinearCuda, enqueueGatedLinearCuda},
   };
   return table;
 }

@@ -117,6 +117,9 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
 Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
 Status uploadLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
+Status resolveGatedLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
+Status uploadGatedLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
+Status enqueueGatedLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status enqueueLogitsCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status resolveAttentionCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
 Status enqueueAttentionCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);

@@ -23,8 +23,12 @@ std::string quantGemvKernel(const QuantMatrix& q) {
 
 }  // namespace
 
-Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
-  const PlannedStep& p = s.plan->steps[index];
+namespace {
+
+/// The GEMV (and, where the artifact has it, the prefill GEMM) of the quantized weight of
+/// linear `p`, into `d`; nothing for an unquantized one.
+Status resolveQuantKernels(const CudaBackendState& s, size_t index, const PlannedStep& p,
+                           DeviceStep& d) {
   if (!p.quantized) return okStatus();
   const KernelModules& m = *s.modules;
   const std::string name = quantGemvKernel(p.quant);
@@ -33,13 +37,30 @@ Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::Progra
     return notFound("step " + std::to_string(index) + " (" + p.weight.name +
                     ") needs CUDA kernel " + name +
                     ", which the artifact lacks; recompile it with --cuda-targets");
-  s.steps[index].gemv = *k;
+  d.gemv = *k;
   // Its prefill GEMM (same suffix), optional: older artifacts have only the GEMV.
   const std::string gemm = "ingot_quant_gemm" + name.substr(std::string("ingot_quant_gemv").size());
   if (m.has(gemm)) {
-    INGOT_ASSIGN_OR_RETURN(s.steps[index].gemm, m.find(gemm));
+    INGOT_ASSIGN_OR_RETURN(d.gemm, m.find(gemm));
   }
   return okStatus();
+}
+
+/// y = x w^T for linear `p` (its device copy `d`), through the kernel its weight needs:
+/// W8A8 for fp8 on sm_90+ where `w8a8` allows, the quantized GEMV / GEMM, or cuBLASLt.
+Status linearProduct(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d,
+                     CUdeviceptr x, CUdeviceptr y, bool w8a8, const std::string& what) {
+  const int T = l.tokens();
+  if (d.quantized && w8a8 && usesW8a8(*l.s, l.index, T))  // fp8 on sm_90+, enough rows
+    return enqueueFp8Linear(*l.s, l.index, x, y, T, l.where + " (W8A8 " + what + ")");
+  if (d.quantized) return l.quantizedLinear(p, d, x, y, T, l.where + " (quantized " + what + ")");
+  return l.linear(x, d, y, T, l.where + " (" + what + ")");
+}
+
+}  // namespace
+
+Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
+  return resolveQuantKernels(s, index, s.plan->steps[index], s.steps[index]);
 }
 
 Status uploadLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
@@ -116,15 +137,47 @@ Status CudaLaunch::quantizedLinear(const PlannedStep& p, const DeviceStep& d, CU
 }
 
 Status enqueueLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
-  const int T = l.tokens();
-  if (d.quantized && usesW8a8(*l.s, l.index, T))  // fp8 on sm_90+, enough rows
-    return enqueueFp8Linear(*l.s, l.index, l.slot(p.inputs[0]), l.slot(p.outputs[0]), T,
-                            l.where + " (W8A8 linear " + p.weight.name + ")");
-  if (d.quantized)
-    return l.quantizedLinear(p, d, l.slot(p.inputs[0]), l.slot(p.outputs[0]), T,
-                             l.where + " (quantized linear " + p.weight.name + ")");
-  return l.linear(l.slot(p.inputs[0]), d, l.slot(p.outputs[0]), T,
-                  l.where + " (linear " + p.weight.name + ")");
+  return linearProduct(l, p, d, l.slot(p.inputs[0]), l.slot(p.outputs[0]), true,
+                       "linear " + p.weight.name);
+}
+
+Status resolveGatedLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
+  const PlannedStep& p = s.plan->steps[index];
+  if (p.gelu)
+    return unimplemented("step " + std::to_string(index) + " (gated_linear " + p.weight.name +
+                         "): the CUDA backend has no gelu_mul kernel yet; run it on the CPU");
+  DeviceStep& d = s.steps[index];
+  d.parts.resize(p.parts.size());
+  for (size_t i = 0; i < p.parts.size(); ++i)
+    INGOT_RETURN_IF_ERROR(resolveQuantKernels(s, index, p.parts[i], d.parts[i]));
+  return okStatus();
+}
+
+Status uploadGatedLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p,
+                             DeviceStep& d) {
+  d.parts.resize(p.parts.size());
+  for (size_t i = 0; i < p.parts.size(); ++i)
+    INGOT_RETURN_IF_ERROR(uploadLinearCuda(up, index, p.parts[i], d.parts[i]));
+  d.N = p.weight.rows();
+  d.K = p.weight.cols();
+  return okStatus();
+}
+
+/// The gate product into the gate-rows buffer, the up product into the output, then the
+/// silu_mul kernel folds the gate rows into the output in place (each element reads its up
+/// value before it writes). Fp8 weights take the weight-only GEMV: ingot compile fuses no
+/// fp8 MLP, so no W8A8 producer is planned for these.
+Status enqueueGatedLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  const CudaBackendState& s = *l.s;
+  CUdeviceptr x = l.slot(p.inputs[0]), out = l.slot(p.outputs[0]), gate = s.buffers.gate_rows.ptr();
+  INGOT_RETURN_IF_ERROR(
+      linearProduct(l, p.parts[0], d.parts[0], x, gate, false, "gate " + p.parts[0].weight.name));
+  INGOT_RETURN_IF_ERROR(
+      linearProduct(l, p.parts[1], d.parts[1], x, out, false, "up " + p.parts[1].weight.name));
+  long long count = static_cast<long long>(l.tokens()) * d.N;
+  const KernelArgs args = kernelArgs(gate, out, out, count);
+  return l.launch(s.fused.silu_mul, l.strideGrid(count), 1, 1, args,
+                  l.where + " (gated_linear: silu_mul)");
 }
 
 Status enqueueLogitsCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {

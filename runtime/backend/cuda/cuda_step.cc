@@ -56,6 +56,11 @@ Status ensureBuffers(CudaBackendState& s, const StepDims& need, int32_t splits) 
   const int64_t vocab = s.shape.vocab_size;
   INGOT_RETURN_IF_ERROR(b.x_bf16.allocate(
       cu, std::max<size_t>(T * s.max_linear_k, L * headK) * 2, "bf16 linear inputs"));
+  int64_t gateN = 0;
+  for (const PlannedStep& p : plan.steps)
+    if (p.op == OpKind::GatedLinear) gateN = std::max(gateN, p.weight.rows());
+  if (gateN > 0)
+    INGOT_RETURN_IF_ERROR(b.gate_rows.allocate(cu, T * gateN * 4, "gated linear gate rows"));
   INGOT_RETURN_IF_ERROR(b.gathered.allocate(cu, L * headK * 4, "logit rows"));
   INGOT_RETURN_IF_ERROR(b.logits.allocate(cu, L * vocab * 4, "logits"));
   INGOT_RETURN_IF_ERROR(b.logits_host.allocate(cu, L * vocab * 4, "logits"));

@@ -110,9 +110,8 @@ std::string gemvFamily(QuantFormat f) {
 /// so the GEMV serves every row count. The kernels' pointer rules hold by construction:
 /// cuMemAlloc's 256-byte alignment for codes and activation slots.
 Status fitQuantKernels(const ProgramPlan& plan, std::vector<DeviceStep>& steps) {
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const PlannedStep& p = plan.steps[i];
-    if (p.op != schema::OpKind::Linear || !p.quantized) continue;
+  auto fit = [](size_t i, const PlannedStep& p, DeviceStep& d) -> Status {
+    if (!p.quantized) return okStatus();
     const auto format = static_cast<quantgemv::Format>(p.quant.format);
     const int K = static_cast<int>(p.quant.K), block = static_cast<int>(p.quant.block);
     if (const char* why = quantgemv::checkQuantGemvShape(format, K, block))
@@ -121,7 +120,16 @@ Status fitQuantKernels(const ProgramPlan& plan, std::vector<DeviceStep>& steps) 
           " (block " + std::to_string(block) + ") does not fit the CUDA quantized GEMV (" +
           gemvFamily(p.quant.format) + "): " + why +
           "; leave this weight unquantized or pad its K");
-    if (quantgemm::checkQuantGemmShape(format, K, block)) steps[i].gemm = LoadedKernel{};
+    if (quantgemm::checkQuantGemmShape(format, K, block)) d.gemm = LoadedKernel{};
+    return okStatus();
+  };
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlannedStep& p = plan.steps[i];
+    if (p.op == schema::OpKind::Linear) INGOT_RETURN_IF_ERROR(fit(i, p, steps[i]));
+    if (p.op != schema::OpKind::GatedLinear) continue;
+    steps[i].parts.resize(p.parts.size());
+    for (size_t j = 0; j < p.parts.size(); ++j)
+      INGOT_RETURN_IF_ERROR(fit(i, p.parts[j], steps[i].parts[j]));
   }
   return okStatus();
 }

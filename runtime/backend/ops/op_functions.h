@@ -24,6 +24,8 @@ Status writeKvCpu(CpuStep& cpu, int64_t layer, const float* k, const float* v);
 Status runAddRmsNormCpu(CpuStep& cpu, const PlannedStep& step);
 Status planLinear(StepPlanner& p, PlannedStep& step);
 Status runLinearCpu(CpuStep& cpu, const PlannedStep& step);
+Status planGatedLinear(StepPlanner& p, PlannedStep& step);
+Status runGatedLinearCpu(CpuStep& cpu, const PlannedStep& step);
 Status planLogits(StepPlanner& p, PlannedStep& step);
 Status runLogitsCpu(CpuStep& cpu, const PlannedStep& step);
 Status planRope(StepPlanner& p, PlannedStep& step);

@@ -25,6 +25,7 @@ const std::vector<OpDefinition>& opDefinitions() {
       {OpKind::AllGather, planCollective, runCollectiveCpu},
       {OpKind::AddRmsNorm, planAddRmsNorm, runAddRmsNormCpu},
       {OpKind::RopeKvWrite, planRopeKvWrite, runRopeKvWriteCpu},
+      {OpKind::GatedLinear, planGatedLinear, runGatedLinearCpu},
   };
   return table;
 }

@@ -1300,3 +1300,48 @@ func.func @f() {
   %w = ingot.weight "w" {handle = 0 : i64, source_quant = #ingot.quant<int4, group_size = 32, min>} : tensor<64xf32>
   return
 }
+
+// -----
+
+// gated_linear: silu or gelu only
+func.func @f(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{activation must be "silu" or "gelu", got "relu"}}
+  %y = ingot.gated_linear %x, %w, %w {activation = "relu"} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// gated_linear: gate and up of one type
+func.func @f(%x: tensor<?x8xf32>, %wg: tensor<16x8xf32>, %wu: tensor<16x8xbf16>) {
+  // expected-error @+1 {{gate and up weights must have one type, got 'tensor<16x8xf32>' and 'tensor<16x8xbf16>'}}
+  %y = ingot.gated_linear %x, %wg, %wu {activation = "silu"} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// gated_linear: the result has the weights' rows
+func.func @f(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{result has 32 features but the gate weight produces 16}}
+  %y = ingot.gated_linear %x, %w, %w {activation = "silu"} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// gated_linear: each weight's scales are checked against the scheme
+func.func @f(%x: tensor<?x32xf32>, %w: tensor<16x32xui4>, %s: tensor<16x1xf16>, %bad: tensor<16x2xf16>) {
+  // expected-error @+1 {{int4 group min must be 'tensor<16x1xf16>', got 'tensor<16x2xf16>'}}
+  %y = ingot.gated_linear %x, %w, %w gate_scales(%s, %s : tensor<16x1xf16>, tensor<16x1xf16>) up_scales(%s, %bad : tensor<16x1xf16>, tensor<16x2xf16>) {activation = "silu", quant = #ingot.quant<int4, group_size = 32, min>} : tensor<?x32xf32>, tensor<16x32xui4>, tensor<16x32xui4> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// gated_linear: unquantized weights take no scales
+func.func @f(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{takes scale operands only with a #ingot.quant scheme}}
+  %y = ingot.gated_linear %x, %w, %w gate_scales(%s : tensor<16xf32>) {activation = "silu"} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+  return
+}

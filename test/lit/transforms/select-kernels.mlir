@@ -131,3 +131,23 @@ func.func @producers(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>) -> tensor<?x2
   %h = ingot.add %f, %g : tensor<?x256xf32>
   return %h : tensor<?x256xf32>
 }
+
+// -----
+
+// A gated linear's quantized weights bring their GEMV kernels like a linear's (here the
+// only ones); its rows are no W8A8 producer's.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ingot.quant_kernels = ["ingot_quant_gemv_int4min_f16"]
+// CHECK-NOT: ingot.w8a8_kernels
+// CHECK: ingot.gated_linear
+// CHECK-NOT: ingot.fp8_rows
+func.func @step(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
+  %wg = ingot.weight "gate.weight" {handle = 0 : i64} : tensor<128x256xui4>
+  %sg = ingot.weight "gate.scale" {handle = 1 : i64} : tensor<128x8xf16>
+  %mg = ingot.weight "gate.min" {handle = 2 : i64} : tensor<128x8xf16>
+  %wu = ingot.weight "up.weight" {handle = 3 : i64} : tensor<128x256xui4>
+  %su = ingot.weight "up.scale" {handle = 4 : i64} : tensor<128x8xf16>
+  %mu = ingot.weight "up.min" {handle = 5 : i64} : tensor<128x8xf16>
+  %y = ingot.gated_linear %x, %wg, %wu gate_scales(%sg, %mg : tensor<128x8xf16>, tensor<128x8xf16>) up_scales(%su, %mu : tensor<128x8xf16>, tensor<128x8xf16>) {activation = "silu", quant = #ingot.quant<int4, group_size = 32, min>} : tensor<?x256xf32>, tensor<128x256xui4>, tensor<128x256xui4> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
