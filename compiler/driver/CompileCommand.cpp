@@ -135,7 +135,8 @@ mlir::DialectRegistry compilerRegistry() {
 class CompileRun {
 public:
   CompileRun(const CompileOptions &options, std::ostream &out, std::ostream &err)
-      : options(options), out(out), err(err), context(compilerRegistry()),
+      : options(options), out(out), err(err), info(options.emitMlir.empty() ? out : err),
+        context(compilerRegistry()),
         diagnostics(context, sourceMgr, err),
         quantGroupSize(options.quantGroupSize.value_or(quant::kGgmlQ4BlockSize)) {}
 
@@ -148,7 +149,10 @@ private:
   /// Reads the checkpoint at `path` (lazily: tensors are read when the artifact is written).
   int readCheckpoint(InputKind from, const std::string &path,
                      const std::optional<std::string> &weightDtype, const std::string &kvDtype);
-  int calibrate();
+  /// Calibrates the checkpoint on `text` for 4-bit `quant` weights of `group` (--calib, or
+  /// the calibration a printed module records); nothing without a text.
+  int calibrate(const std::string &text, int64_t tokens, const std::string &search,
+                const std::string &quant, int64_t group);
   int buildModule();
   /// An `ingot` module read from its .mlir text; one printed from a checkpoint's compile
   /// names its checkpoint (kSourceAttr), which is read again for the weights.
@@ -162,6 +166,9 @@ private:
 
   const CompileOptions &options;
   std::ostream &out, &err;
+  /// What the compile reports before the pass pipeline (group sizes, calibration): on
+  /// stderr when --emit-mlir prints the module on stdout, so the printed module parses.
+  std::ostream &info;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   InputKind kind = InputKind::Missing;
   std::vector<std::string> cudaTargets;
@@ -258,13 +265,13 @@ int CompileRun::readCheckpoint(InputKind from, const std::string &path,
   if (int64_t group = sourceQuantization(*checkpoint).second;
       options.quant == "int4" && group > 0 && group != quantGroupSize) {
     if (options.quantGroupSize) {
-      out << "re-quantizing the " << sourceLabel << " checkpoint's group-" << group
+      info << "re-quantizing the " << sourceLabel << " checkpoint's group-" << group
           << " layers with --quant-group " << quantGroupSize << "\n";
     } else if (std::find(std::begin(quant::kInt4GroupSizes),
                          std::end(quant::kInt4GroupSizes),
                          group) != std::end(quant::kInt4GroupSizes)) {
       quantGroupSize = group;
-      out << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
+      info << "using the " << sourceLabel << " checkpoint's group size " << group << "\n";
     } else {
       err << "ingot compile: warning: the " << sourceLabel << " checkpoint's group size "
           << group << " is not one of 32, 64, 128: its layers are re-quantized with group "
@@ -277,33 +284,35 @@ int CompileRun::readCheckpoint(InputKind from, const std::string &path,
 int CompileRun::importCheckpoint() {
   if (int rc = readCheckpoint(kind, options.input, options.dtype, options.kvDtype); rc != kContinue)
     return rc;
-  if (int rc = calibrate(); rc != kContinue)
+  if (int rc = calibrate(options.calib, options.calibTokens.value_or(kDefaultCalibTokens),
+                         options.calibSearch.value_or("all"), options.quant, quantGroupSize);
+      rc != kContinue)
     return rc;
   return buildModule();
 }
 
-int CompileRun::calibrate() {
-  const std::string calibSearch = options.calibSearch.value_or("all");
-  if (!options.calib.empty()) {
-    CalibrationOptions calib;
-    calib.textPath = options.calib;
-    calib.recordInputs = options.calibrationForward;
-    calib.maxTokens = options.calibTokens.value_or(kDefaultCalibTokens);
-    calib.encoding = options.quant == "int4"    ? quant::WeightEncoding::Int4Min
-                     : options.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
-                                                : quant::WeightEncoding::Mxfp4;
-    calib.group = quantGroupSize;
-    calib.searchScales = calibSearch != "clip";
-    calib.weightedBlocks = calibSearch != "scale";
-    StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
-    if (!calibrated.ok()) {
-      err << "ingot compile: error: --calib " << options.calib << ": "
-          << calibrated.status().message() << "\n";
-      return 1;
-    }
-    calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
-    out << describeCalibration(*calibration) << "\n";
+int CompileRun::calibrate(const std::string &text, int64_t tokens, const std::string &search,
+                          const std::string &quant, int64_t group) {
+  if (text.empty())
+    return kContinue;
+  CalibrationOptions calib;
+  calib.textPath = text;
+  calib.recordInputs = options.calibrationForward;
+  calib.maxTokens = tokens;
+  calib.encoding = quant == "int4"    ? quant::WeightEncoding::Int4Min
+                   : quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
+                                      : quant::WeightEncoding::Mxfp4;
+  calib.group = group;
+  calib.searchScales = search != "clip";
+  calib.weightedBlocks = search != "scale";
+  StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
+  if (!calibrated.ok()) {
+    err << "ingot compile: error: --calib " << text << ": " << calibrated.status().message()
+        << "\n";
+    return 1;
   }
+  calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
+  info << describeCalibration(*calibration) << "\n";
   return kContinue;
 }
 
@@ -317,7 +326,7 @@ int CompileRun::buildModule() {
   }
   module = std::move(*built);
   annotateSourceQuantization(*module, calibration ? calibration->model : *checkpoint);
-  stampSource(*module, options, kind, calibration != nullptr);
+  stampSource(*module, options, kind, calibration ? quantGroupSize : 0);
   lowering.weights = WeightSource::Checkpoint;
   lowering.checkpoint = calibration ? &calibration->model : checkpoint.get();
   if (calibration)
@@ -367,11 +376,12 @@ int CompileRun::readSourceOf(mlir::DictionaryAttr source) {
     auto a = source.getAs<mlir::StringAttr>(key);
     return a ? a.getValue().str() : std::string();
   };
+  auto calib = source.getAs<mlir::DictionaryAttr>("calib");
   if (auto calibrated = source.getAs<mlir::BoolAttr>("calibrated");
-      calibrated && calibrated.getValue()) {
+      !calib && calibrated && calibrated.getValue()) {
     err << "ingot compile: error: '" << options.input
-        << "' was printed by a --calib compile, whose folded weights live only in that "
-           "compile; compile the checkpoint with --calib instead\n";
+        << "' was printed by a --calib compile of an older ingot, which did not record its "
+           "calibration; compile the checkpoint with --calib instead\n";
     return 2;
   }
   const std::string format = text("format"), path = text("path");
@@ -404,6 +414,22 @@ int CompileRun::readSourceOf(mlir::DictionaryAttr source) {
   lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Checkpoint;
   lowering.checkpoint = checkpoint.get();
   sourceHash = checkpoint->sourceXxh64;
+  if (calib && !options.randomWeights) {
+    // Calibrated again as the printing compile was, so the folded weights are the same.
+    auto get = [&](const char *key) { return calib.getAs<mlir::StringAttr>(key); };
+    auto number = [&](const char *key) { return calib.getAs<mlir::IntegerAttr>(key); };
+    if (!get("text") || !get("search") || !get("quant") || !number("tokens") || !number("group")) {
+      err << "ingot compile: error: '" << options.input << "': " << kSourceAttr
+          << ".calib needs text, tokens, search, quant and group\n";
+      return 2;
+    }
+    if (int rc = calibrate(get("text").str(), number("tokens").getInt(), get("search").str(),
+                           get("quant").str(), number("group").getInt());
+        rc != kContinue)
+      return rc;
+    lowering.checkpoint = &calibration->model;
+    lowering.quantColumnImportance = &calibration->columnImportance;
+  }
   return kContinue;
 }
 

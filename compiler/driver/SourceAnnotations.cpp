@@ -52,7 +52,7 @@ std::pair<const char *, int64_t> sourceQuantization(const importer::ImportedMode
 }
 
 void stampSource(mlir::ModuleOp module, const CompileOptions &options, InputKind kind,
-                 bool calibrated) {
+                 int64_t calibGroup) {
   mlir::Builder b(module.getContext());
   std::error_code ec;
   std::filesystem::path path = std::filesystem::absolute(options.input, ec);
@@ -64,8 +64,18 @@ void stampSource(mlir::ModuleOp module, const CompileOptions &options, InputKind
       b.getNamedAttr("kv_dtype", b.getStringAttr(options.kvDtype))};
   if (options.dtype)
     fields.push_back(b.getNamedAttr("dtype", b.getStringAttr(*options.dtype)));
-  if (calibrated)
-    fields.push_back(b.getNamedAttr("calibrated", b.getBoolAttr(true)));
+  if (calibGroup > 0) {
+    std::filesystem::path text = std::filesystem::absolute(options.calib, ec);
+    mlir::NamedAttribute calib[] = {
+        b.getNamedAttr("text", b.getStringAttr(ec ? options.calib
+                                                  : text.lexically_normal().string())),
+        b.getNamedAttr("tokens", b.getI64IntegerAttr(
+                                     options.calibTokens.value_or(kDefaultCalibTokens))),
+        b.getNamedAttr("search", b.getStringAttr(options.calibSearch.value_or("all"))),
+        b.getNamedAttr("quant", b.getStringAttr(options.quant)),
+        b.getNamedAttr("group", b.getI64IntegerAttr(calibGroup))};
+    fields.push_back(b.getNamedAttr("calib", b.getDictionaryAttr(calib)));
+  }
   module->setAttr(kSourceAttr, b.getDictionaryAttr(fields));
 }
 

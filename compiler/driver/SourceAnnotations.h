@@ -31,8 +31,11 @@ void annotateSourceQuantization(mlir::ModuleOp module, const importer::ImportedM
 /// and the group size of its GPTQ / AWQ layers (0 when none or when they differ).
 std::pair<const char *, int64_t> sourceQuantization(const importer::ImportedModel &model);
 
-/// Sets kSourceAttr on `module`, imported from options.input (of `kind`).
+/// Sets kSourceAttr on `module`, imported from options.input (of `kind`). A --calib compile
+/// (`calibGroup` > 0: the group its 4-bit encoding used) also records its calibration
+/// (`calib`: the text's absolute path, tokens, search, format and group), so that a stage's
+/// module compiled again calibrates again and writes the same weights.
 void stampSource(mlir::ModuleOp module, const CompileOptions &options, InputKind kind,
-                 bool calibrated);
+                 int64_t calibGroup);
 
 } // namespace ingot::compiler
