@@ -41,6 +41,7 @@ struct PendingKernel {
   codegen::AttentionKernelUnit unit;
   std::vector<KernelBinary> binaries;
   int fromCache = 0;
+  std::vector<uint8_t> abiPtx;  ///< CompiledCudaUnit::abiPtx
 };
 
 } // namespace
@@ -214,6 +215,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
   for (size_t i = 0; i < pending.size(); ++i) {
     pending[i].binaries = std::move((*compiled)[i].binaries);
     pending[i].fromCache = static_cast<int>((*compiled)[i].fromCache);
+    pending[i].abiPtx = std::move((*compiled)[i].abiPtx);
   }
 
   // 3. Kernels into the manifest, steps and variants linked.
@@ -224,7 +226,8 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     kernel.blockDim.assign(k.unit.blockDim.begin(), k.unit.blockDim.end());
     kernel.sharedMemBytes = k.unit.dynamicSharedBytes;
     kernel.binaries = std::move(k.binaries);
-    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(kernel.binaries, kernel.name));
+    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes,
+                           kernelParamBytes(kernel.binaries, k.abiPtx, kernel.name));
     const std::string name = kernel.name;
     kernelIndex[name] = writer.addKernel(std::move(kernel));
     ++rep.kernels;

@@ -16,6 +16,30 @@
 
 namespace ingot::compiler {
 
+std::string abiPtxTarget(const std::vector<std::string> &targets) {
+  if (targets.empty())
+    return "";
+  int oldest = -1;
+  std::string suffix;
+  for (const std::string &t : targets) {
+    if (t.rfind("compute_", 0) == 0)
+      return "";
+    if (t.rfind("sm_", 0) != 0)
+      continue;
+    size_t end = 3;
+    while (end < t.size() && t[end] >= '0' && t[end] <= '9')
+      ++end;
+    if (end == 3)
+      continue;
+    const int arch = std::stoi(t.substr(3, end - 3));
+    if (oldest < 0 || arch < oldest) {
+      oldest = arch;
+      suffix = t.substr(end);
+    }
+  }
+  return oldest < 0 ? "compute_80" : "compute_" + std::to_string(oldest) + suffix;
+}
+
 StatusOr<std::vector<CompiledCudaUnit>>
 compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptions &options,
                  CudaKernelReport &report) {
@@ -30,19 +54,35 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
   std::vector<CompiledCudaUnit> compiled(units.size());
   for (CompiledCudaUnit &unit : compiled)
     unit.binaries.resize(numTargets);
-  const size_t jobs = units.size() * numTargets;
+  // Without a PTX target, one more PTX compile per unit gives the parameter sizes.
+  const std::string abiTarget = abiPtxTarget(options.targets);
+  const size_t binaryJobs = units.size() * numTargets;
+  const size_t jobs = binaryJobs + (abiTarget.empty() ? 0 : units.size());
   std::atomic<size_t> next{0};
   std::mutex mutex;
   Status firstError;
   std::string storeError;
   auto work = [&] {
     for (size_t j = next++; j < jobs; j = next++) {
-      const CudaUnitSource &unit = units[j / numTargets];
-      const std::string &target = options.targets[j % numTargets];
+      const bool abi = j >= binaryJobs;
+      const size_t u = abi ? j - binaryJobs : j / numTargets;
+      const CudaUnitSource &unit = units[u];
+      const std::string &target = abi ? abiTarget : options.targets[j % numTargets];
       codegen::CachedCompileStats stats;
       StatusOr<std::vector<codegen::CudaBinary>> result = codegen::compileCudaCached(
           *unit.source, *unit.name + ".cu", {target}, {}, cache, &stats);
       std::lock_guard<std::mutex> lock(mutex);
+      if (abi) {
+        // Only the launch check needs it: a failure costs the sizes, not the compile.
+        report.compiles += static_cast<size_t>(stats.compiled);
+        if (result.ok())
+          compiled[u].abiPtx = std::move(result->front().data);
+        else
+          report.warnings.push_back("CUDA kernel " + *unit.name + ": no parameter sizes (its " +
+                                    abiTarget + " PTX did not compile: " +
+                                    result.status().message() + ")");
+        continue;
+      }
       if (!result.ok()) {
         if (firstError.ok())
           firstError = invalidArgument("CUDA kernel " + *unit.name + " for " + target + ": " +
@@ -85,17 +125,22 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
 }
 
 StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary> &binaries,
+                                                 const std::vector<uint8_t> &abiPtx,
                                                  const std::string &name) {
-  for (const KernelBinary &b : binaries) {
-    if (b.format != schema::BinaryFormat::Ptx)
-      continue;
-    std::string_view ptx(reinterpret_cast<const char *>(b.data.data()), b.data.size());
+  auto read = [&](const std::vector<uint8_t> &data,
+                  const std::string &what) -> StatusOr<std::vector<uint32_t>> {
+    std::string_view ptx(reinterpret_cast<const char *>(data.data()), data.size());
     std::optional<std::vector<uint32_t>> sizes = codegen::ptxEntryParamBytes(ptx, name);
     if (!sizes)
-      return internalError("kernel '" + name + "': its " + b.target +
-                           " PTX has no entry point of that name whose parameters can be read");
+      return internalError("kernel '" + name + "': its " + what +
+                           " has no entry point of that name whose parameters can be read");
     return *sizes;
-  }
+  };
+  for (const KernelBinary &b : binaries)
+    if (b.format == schema::BinaryFormat::Ptx)
+      return read(b.data, b.target + " PTX");
+  if (!abiPtx.empty())
+    return read(abiPtx, "parameter-size PTX");
   return std::vector<uint32_t>{};
 }
 
@@ -108,7 +153,7 @@ Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
     kernel.blockDim = {threads, 1, 1};
     kernel.sharedMemBytes = 0;
     kernel.binaries = unit.binaries;
-    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(unit.binaries, name));
+    INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(unit.binaries, unit.abiPtx, name));
     writer.addKernel(std::move(kernel));
     ++report.kernels;
     report.kernelsFromCache += unit.fromCache == options.targets.size();

@@ -27,7 +27,15 @@ struct CudaUnitSource {
 struct CompiledCudaUnit {
   std::vector<KernelBinary> binaries;
   size_t fromCache = 0;
+  /// When no target emits PTX: the unit's PTX for abiPtxTarget, compiled only to read its
+  /// entry points' parameter sizes (KernelDef.param_bytes); not stored in the artifact.
+  std::vector<uint8_t> abiPtx;
 };
+
+/// The PTX target whose PTX gives the kernels' parameter sizes when `targets` has no PTX
+/// target: compute_XX of the oldest sm_XX target (its suffix kept), or compute_80 for simt
+/// alone. Empty when a target already emits PTX (or there are no targets).
+std::string abiPtxTarget(const std::vector<std::string> &targets);
 
 /// Compiles every unit for every target of `options` through the kernel cache in
 /// `options.cacheDir`, on all cores. Adds the NVRTC compiles it ran to `report->compiles`
@@ -38,9 +46,11 @@ compileCudaUnits(const std::vector<CudaUnitSource> &units, const CudaKernelOptio
                  CudaKernelReport &report);
 
 /// The byte sizes of entry point `name`'s parameters (KernelDef.param_bytes), read from the
-/// first PTX binary among `binaries`; empty when there is none (a compile without a
-/// compute_XY target). Fails when that PTX has no such entry or one it cannot read.
+/// first PTX binary among `binaries`, else from `abiPtx` (CompiledCudaUnit::abiPtx); empty
+/// when neither has PTX (its compile failed, with a warning). Fails when that PTX has no
+/// such entry or one it cannot read.
 StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary> &binaries,
+                                                 const std::vector<uint8_t> &abiPtx,
                                                  const std::string &name);
 
 /// Adds one KernelDef per entry point `names` of `unit`, each with the unit's binaries (the
