@@ -254,7 +254,11 @@ void printKernelDigest(const schema::Manifest& m, std::ostream& out) {
   XXH64_freeState(state);
 }
 
-std::string paramText(const schema::ParamDef* p) {
+std::string paramText(schema::OpKind op, const schema::ParamDef* p) {
+  // gated_linear's activation by name (0 silu, 1 gelu; another value as it is).
+  if (op == schema::OpKind::GatedLinear && p->name() && p->name()->str() == "activation" &&
+      (p->i() == 0 || p->i() == 1))
+    return p->i() == 0 ? "activation=silu" : "activation=gelu";
   if (p->f() != 0.0) return fmt::format("{}={:g}", printable(p->name(), 32), p->f());
   return fmt::format("{}={}", printable(p->name(), 32), p->i());
 }
@@ -307,7 +311,8 @@ void printPrograms(const schema::Manifest& m, const InspectOptions& options, std
         line += " variant " +
                 printable(m.attention_variants()->Get(step->attention_variant())->name(), 40);
       if (step->params())
-        for (const schema::ParamDef* param : *step->params()) line += " " + paramText(param);
+        for (const schema::ParamDef* param : *step->params())
+          line += " " + paramText(step->op(), param);
       out << line << "\n";
     });
   }
