@@ -158,6 +158,9 @@ private:
   /// names its checkpoint (kSourceAttr), which is read again for the weights.
   int parseModule();
   int readSourceOf(mlir::DictionaryAttr source);
+  /// Why a parsed module calibrated for `quant` weights of `group` cannot be compiled as
+  /// this compile is asked to (other --quant or group, or nothing quantizes); empty if it can.
+  std::string calibrationMismatch(const std::string &quant, int64_t group);
   /// The pass pipeline; --emit-mlir prints its result.
   int runPipeline();
   /// The module lowered to an artifact with its CUDA kernels, written to the output.
@@ -414,23 +417,49 @@ int CompileRun::readSourceOf(mlir::DictionaryAttr source) {
   lowering.weights = options.randomWeights ? WeightSource::Random : WeightSource::Checkpoint;
   lowering.checkpoint = checkpoint.get();
   sourceHash = checkpoint->sourceXxh64;
-  if (calib && !options.randomWeights) {
+  if (calib && !options.randomWeights && !options.dummyWeights) {
     // Calibrated again as the printing compile was, so the folded weights are the same.
     auto get = [&](const char *key) { return calib.getAs<mlir::StringAttr>(key); };
     auto number = [&](const char *key) { return calib.getAs<mlir::IntegerAttr>(key); };
-    if (!get("text") || !get("search") || !get("quant") || !number("tokens") || !number("group")) {
+    if (!get("text") || get("text").getValue().empty() || !get("search") || !get("quant") ||
+        !number("tokens") || !number("group")) {
       err << "ingot compile: error: '" << options.input << "': " << kSourceAttr
           << ".calib needs text, tokens, search, quant and group\n";
       return 2;
     }
+    const std::string quant = get("quant").str();
+    const int64_t group = number("group").getInt();
+    if (std::string why = calibrationMismatch(quant, group); !why.empty()) {
+      err << "ingot compile: error: '" << options.input << "' was calibrated for --quant "
+          << quant << (quant == "int4" ? " --quant-group " + std::to_string(group) : "")
+          << ", but " << why << "; compile it with the flags it was printed with\n";
+      return 2;
+    }
     if (int rc = calibrate(get("text").str(), number("tokens").getInt(), get("search").str(),
-                           get("quant").str(), number("group").getInt());
+                           quant, group);
         rc != kContinue)
       return rc;
     lowering.checkpoint = &calibration->model;
     lowering.quantColumnImportance = &calibration->columnImportance;
   }
   return kContinue;
+}
+
+std::string CompileRun::calibrationMismatch(const std::string &quant, int64_t group) {
+  bool quantized = false;
+  module->walk([&](mlir::Operation *op) {
+    if (auto l = llvm::dyn_cast<mlir::ingot::LinearOp>(op))
+      quantized |= static_cast<bool>(l.getQuantAttr());
+    if (auto g = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op))
+      quantized |= static_cast<bool>(g.getQuantAttr());
+  });
+  if (options.quant.empty())
+    return quantized ? "" : "this compile quantizes nothing (no --quant, no quantized linear)";
+  if (options.quant != quant)
+    return "this compile asks for --quant " + options.quant;
+  if (quant == "int4" && quantGroupSize != group)
+    return "this compile quantizes int4 with group " + std::to_string(quantGroupSize);
+  return "";
 }
 
 int CompileRun::runPipeline() {

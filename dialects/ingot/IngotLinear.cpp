@@ -227,7 +227,11 @@ LogicalResult GatedLinearOp::verify() {
       return emitOpError() << "takes scale operands only with a #ingot.quant scheme";
     return success();
   }
-  if (failed(verifyScales(*this, getGateWeight(), getGateScales(), quant, n, k)))
+  if (failed(verifyScales(*this, getGateWeight(), getGateScales(), quant, n, k)) ||
+      failed(verifyScales(*this, getUpWeight(), getUpScales(), quant, n, k)))
     return failure();
-  return verifyScales(*this, getUpWeight(), getUpScales(), quant, n, k);
+  // One preparation of the input serves both products: one scale type for both.
+  if (!llvm::equal(getGateScales().getTypes(), getUpScales().getTypes()))
+    return emitOpError() << "gate and up scales must have the same types";
+  return success();
 }

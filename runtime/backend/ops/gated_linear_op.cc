@@ -76,6 +76,7 @@ Status planGatedLinear(StepPlanner& p, PlannedStep& step) {
   }
   step.weight = gate;
   step.quantized = gateQuantized;
+  step.quant = step.parts[0].quant;
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[0], gate.cols(), "input"));
   return p.needActivation(step.outputs[0], gate.rows(), "output");
 }

@@ -1345,3 +1345,12 @@ func.func @f(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %s: tensor<16xf32>) {
   %y = ingot.gated_linear %x, %w, %w gate_scales(%s : tensor<16xf32>) {activation = "silu"} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+// gated_linear: gate and up scales of one type
+func.func @f(%x: tensor<?x32xf32>, %w: tensor<16x32xui4>, %s: tensor<16x1xf16>, %t: tensor<16x1xf32>) {
+  // expected-error @+1 {{gate and up scales must have the same types}}
+  %y = ingot.gated_linear %x, %w, %w gate_scales(%s, %s : tensor<16x1xf16>, tensor<16x1xf16>) up_scales(%t, %t : tensor<16x1xf32>, tensor<16x1xf32>) {activation = "silu", quant = #ingot.quant<int4, group_size = 32, min>} : tensor<?x32xf32>, tensor<16x32xui4>, tensor<16x32xui4> -> tensor<?x16xf32>
+  return
+}
