@@ -172,6 +172,19 @@ LogicalResult verifyProductShapes(Operation *op, RankedTensorType input,
   return success();
 }
 
+/// Without a #ingot.quant scheme: an f32, f16 or bf16 weight and no scale operands.
+LogicalResult verifyUnquantized(Operation *op, RankedTensorType weight, size_t scales) {
+  Type element = weight.getElementType();
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
+    return op->emitOpError() << "weight element type " << element
+                             << " needs a #ingot.quant scheme (unquantized weights "
+                                "are f32, f16 or bf16)";
+  if (scales != 0)
+    return op->emitOpError() << "takes scale operands only with a #ingot.quant scheme, got "
+                             << scales;
+  return success();
+}
+
 } // namespace
 
 LogicalResult LinearOp::verify() {
@@ -188,18 +201,8 @@ LogicalResult LinearOp::verify() {
   }
 
   QuantSchemeAttr quant = getQuantAttr();
-  if (!quant) {
-    Type element = weight.getElementType();
-    if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return emitOpError() << "weight element type " << element
-                           << " needs a #ingot.quant scheme (unquantized weights "
-                              "are f32, f16 or bf16)";
-    if (!getScales().empty())
-      return emitOpError() << "takes scale operands only with a #ingot.quant "
-                              "scheme, got "
-                           << getScales().size();
-    return success();
-  }
+  if (!quant)
+    return verifyUnquantized(*this, weight, getScales().size());
   return verifyScales(*this, getWeight(), getScales(), quant, n, k);
 }
 
@@ -217,16 +220,8 @@ LogicalResult GatedLinearOp::verify() {
     return failure();
   int64_t n = gate.getDimSize(0), k = gate.getDimSize(1);
   QuantSchemeAttr quant = getQuantAttr();
-  if (!quant) {
-    Type element = gate.getElementType();
-    if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return emitOpError() << "weight element type " << element
-                           << " needs a #ingot.quant scheme (unquantized weights "
-                              "are f32, f16 or bf16)";
-    if (!getGateScales().empty() || !getUpScales().empty())
-      return emitOpError() << "takes scale operands only with a #ingot.quant scheme";
-    return success();
-  }
+  if (!quant)
+    return verifyUnquantized(*this, gate, getGateScales().size() + getUpScales().size());
   if (failed(verifyScales(*this, getGateWeight(), getGateScales(), quant, n, k)) ||
       failed(verifyScales(*this, getUpWeight(), getUpScales(), quant, n, k)))
     return failure();
