@@ -149,18 +149,14 @@ private:
   /// Reads the checkpoint at `path` (lazily: tensors are read when the artifact is written).
   int readCheckpoint(InputKind from, const std::string &path,
                      const std::optional<std::string> &weightDtype, const std::string &kvDtype);
-  /// Calibrates the checkpoint on `text` for 4-bit `quant` weights of `group` (--calib, or
-  /// the calibration a printed module records); nothing without a text.
-  int calibrate(const std::string &text, int64_t tokens, const std::string &search,
-                const std::string &quant, int64_t group);
+  /// Calibrates the checkpoint as `settings` say (--calib, or what a printed module
+  /// records); nothing without a text.
+  int calibrate(const CalibrationSettings &settings);
   int buildModule();
   /// An `ingot` module read from its .mlir text; one printed from a checkpoint's compile
   /// names its checkpoint (kSourceAttr), which is read again for the weights.
   int parseModule();
   int readSourceOf(mlir::DictionaryAttr source);
-  /// Why a parsed module calibrated for `quant` weights of `group` cannot be compiled as
-  /// this compile is asked to (other --quant or group, or nothing quantizes); empty if it can.
-  std::string calibrationMismatch(const std::string &quant, int64_t group);
   /// The pass pipeline; --emit-mlir prints its result.
   int runPipeline();
   /// The module lowered to an artifact with its CUDA kernels, written to the output.
@@ -287,31 +283,22 @@ int CompileRun::readCheckpoint(InputKind from, const std::string &path,
 int CompileRun::importCheckpoint() {
   if (int rc = readCheckpoint(kind, options.input, options.dtype, options.kvDtype); rc != kContinue)
     return rc;
-  if (int rc = calibrate(options.calib, options.calibTokens.value_or(kDefaultCalibTokens),
-                         options.calibSearch.value_or("all"), options.quant, quantGroupSize);
+  if (int rc = calibrate({options.calib, options.calibSearch.value_or("all"), options.quant,
+                          options.calibTokens.value_or(kDefaultCalibTokens), quantGroupSize});
       rc != kContinue)
     return rc;
   return buildModule();
 }
 
-int CompileRun::calibrate(const std::string &text, int64_t tokens, const std::string &search,
-                          const std::string &quant, int64_t group) {
-  if (text.empty())
+int CompileRun::calibrate(const CalibrationSettings &settings) {
+  if (settings.text.empty())
     return kContinue;
-  CalibrationOptions calib;
-  calib.textPath = text;
+  CalibrationOptions calib = calibrationOptions(settings);
   calib.recordInputs = options.calibrationForward;
-  calib.maxTokens = tokens;
-  calib.encoding = quant == "int4"    ? quant::WeightEncoding::Int4Min
-                   : quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
-                                      : quant::WeightEncoding::Mxfp4;
-  calib.group = group;
-  calib.searchScales = search != "clip";
-  calib.weightedBlocks = search != "scale";
   StatusOr<CalibrationResult> calibrated = calibrateCheckpoint(*checkpoint, calib);
   if (!calibrated.ok()) {
-    err << "ingot compile: error: --calib " << text << ": " << calibrated.status().message()
-        << "\n";
+    err << "ingot compile: error: --calib " << settings.text << ": "
+        << calibrated.status().message() << "\n";
     return 1;
   }
   calibration = std::make_unique<CalibrationResult>(std::move(calibrated).value());
@@ -419,47 +406,26 @@ int CompileRun::readSourceOf(mlir::DictionaryAttr source) {
   sourceHash = checkpoint->sourceXxh64;
   if (calib && !options.randomWeights && !options.dummyWeights) {
     // Calibrated again as the printing compile was, so the folded weights are the same.
-    auto get = [&](const char *key) { return calib.getAs<mlir::StringAttr>(key); };
-    auto number = [&](const char *key) { return calib.getAs<mlir::IntegerAttr>(key); };
-    if (!get("text") || get("text").getValue().empty() || !get("search") || !get("quant") ||
-        !number("tokens") || !number("group")) {
-      err << "ingot compile: error: '" << options.input << "': " << kSourceAttr
-          << ".calib needs text, tokens, search, quant and group\n";
+    StatusOr<CalibrationSettings> recorded = readCalibrationSettings(calib);
+    if (!recorded.ok()) {
+      err << "ingot compile: error: '" << options.input << "': " << recorded.status().message()
+          << "\n";
       return 2;
     }
-    const std::string quant = get("quant").str();
-    const int64_t group = number("group").getInt();
-    if (std::string why = calibrationMismatch(quant, group); !why.empty()) {
+    const CalibrationSettings &r = *recorded;
+    if (std::string why = calibrationMismatch(*module, r, options.quant, quantGroupSize);
+        !why.empty()) {
       err << "ingot compile: error: '" << options.input << "' was calibrated for --quant "
-          << quant << (quant == "int4" ? " --quant-group " + std::to_string(group) : "")
+          << r.quant << (r.quant == "int4" ? " --quant-group " + std::to_string(r.group) : "")
           << ", but " << why << "; compile it with the flags it was printed with\n";
       return 2;
     }
-    if (int rc = calibrate(get("text").str(), number("tokens").getInt(), get("search").str(),
-                           quant, group);
-        rc != kContinue)
+    if (int rc = calibrate(r); rc != kContinue)
       return rc;
     lowering.checkpoint = &calibration->model;
     lowering.quantColumnImportance = &calibration->columnImportance;
   }
   return kContinue;
-}
-
-std::string CompileRun::calibrationMismatch(const std::string &quant, int64_t group) {
-  bool quantized = false;
-  module->walk([&](mlir::Operation *op) {
-    if (auto l = llvm::dyn_cast<mlir::ingot::LinearOp>(op))
-      quantized |= static_cast<bool>(l.getQuantAttr());
-    if (auto g = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op))
-      quantized |= static_cast<bool>(g.getQuantAttr());
-  });
-  if (options.quant.empty())
-    return quantized ? "" : "this compile quantizes nothing (no --quant, no quantized linear)";
-  if (options.quant != quant)
-    return "this compile asks for --quant " + options.quant;
-  if (quant == "int4" && quantGroupSize != group)
-    return "this compile quantizes int4 with group " + std::to_string(quantGroupSize);
-  return "";
 }
 
 int CompileRun::runPipeline() {

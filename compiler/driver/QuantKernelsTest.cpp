@@ -82,7 +82,9 @@ TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
   // Per entry point a GEMV and its tensor-core GEMM, all four from one unit.
   ASSERT_EQ(w.contents().kernels.size(), 4u);
   EXPECT_EQ(report.kernels, 4u);
-  EXPECT_EQ(report.compiles, 1u);  // both int4zero entry points in one unit
+  // Both int4zero entry points in one unit; no cache here, so its sm_80 cubin and the
+  // compute_80 PTX that gives the parameter sizes (no target emits PTX) are two compiles.
+  EXPECT_EQ(report.compiles, 2u);
   const std::vector<Kernel> &ks = w.contents().kernels;
   const Kernel &a = ks[0], &b = ks[1];
   EXPECT_EQ(a.name, "ingot_quant_gemv_int4zero_f16");
@@ -94,6 +96,8 @@ TEST(QuantKernels, OneUnitPerFormatSharedBinariesAddedOnce) {
   EXPECT_EQ(ks[2].sharedMemBytes, 0u);  // static shared memory only
   ASSERT_EQ(a.binaries.size(), 1u);
   EXPECT_EQ(a.binaries[0].target, "sm_80");
+  EXPECT_EQ(a.paramBytes.size(), 1u) << "the QuantGemvParams struct";
+  EXPECT_EQ(a.paramBytes, ks[2].paramBytes) << "the GEMM takes the same struct";
   EXPECT_EQ(a.binaries[0].data, b.binaries[0].data);
   EXPECT_EQ(a.binaries[0].data, ks[3].binaries[0].data);
   s = addQuantKernels(w, *selected, {{"sm_80"}, ""}, nullptr);

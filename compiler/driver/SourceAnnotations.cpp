@@ -79,4 +79,51 @@ void stampSource(mlir::ModuleOp module, const CompileOptions &options, InputKind
   module->setAttr(kSourceAttr, b.getDictionaryAttr(fields));
 }
 
+CalibrationOptions calibrationOptions(const CalibrationSettings &settings) {
+  CalibrationOptions calib;
+  calib.textPath = settings.text;
+  calib.maxTokens = settings.tokens;
+  calib.encoding = settings.quant == "int4"    ? quant::WeightEncoding::Int4Min
+                   : settings.quant == "nvfp4" ? quant::WeightEncoding::Nvfp4
+                                               : quant::WeightEncoding::Mxfp4;
+  calib.group = settings.group;
+  calib.searchScales = settings.search != "clip";
+  calib.weightedBlocks = settings.search != "scale";
+  return calib;
+}
+
+StatusOr<CalibrationSettings> readCalibrationSettings(mlir::DictionaryAttr calib) {
+  auto text = [&](const char *key) { return calib.getAs<mlir::StringAttr>(key); };
+  auto number = [&](const char *key) { return calib.getAs<mlir::IntegerAttr>(key); };
+  if (!text("text") || text("text").getValue().empty() || !text("search") || !text("quant") ||
+      !number("tokens") || !number("group"))
+    return invalidArgument(std::string(kSourceAttr) +
+                           ".calib needs text, tokens, search, quant and group");
+  CalibrationSettings r;
+  r.text = text("text").str();
+  r.search = text("search").str();
+  r.quant = text("quant").str();
+  r.tokens = number("tokens").getInt();
+  r.group = number("group").getInt();
+  return r;
+}
+
+std::string calibrationMismatch(mlir::ModuleOp module, const CalibrationSettings &recorded,
+                                const std::string &quant, int64_t group) {
+  bool quantized = false;
+  module.walk([&](mlir::Operation *op) {
+    if (auto l = llvm::dyn_cast<mlir::ingot::LinearOp>(op))
+      quantized |= static_cast<bool>(l.getQuantAttr());
+    if (auto g = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op))
+      quantized |= static_cast<bool>(g.getQuantAttr());
+  });
+  if (quant.empty())
+    return quantized ? "" : "this compile quantizes nothing (no --quant, no quantized linear)";
+  if (quant != recorded.quant)
+    return "this compile asks for --quant " + quant;
+  if (quant == "int4" && group != recorded.group)
+    return "this compile quantizes int4 with group " + std::to_string(group);
+  return "";
+}
+
 } // namespace ingot::compiler
