@@ -74,9 +74,7 @@ Status planGatedLinear(StepPlanner& p, PlannedStep& step) {
     part.outputs = step.outputs;
     p.programPlan().matrix_bytes += part.quantized ? part.quant.bytes() : part.weight.bytes();
   }
-  step.weight = gate;
-  step.quantized = gateQuantized;
-  step.quant = step.parts[0].quant;
+  step.weight = gate;  // for messages and buffer sizing; the products read `parts`
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[0], gate.cols(), "input"));
   return p.needActivation(step.outputs[0], gate.rows(), "output");
 }
