@@ -49,6 +49,15 @@ class BackendGpuTest : public ::testing::Test {
     }
     return diff / scale;
   }
+  /// relativeError of each row of `vocab` logits, sorted ascending.
+  std::vector<double> sortedRowErrors(const std::vector<float>& a, const std::vector<float>& b) const {
+    std::vector<double> rows;
+    for (size_t r = 0; r + vocab <= b.size(); r += vocab)
+      rows.push_back(relativeError(std::vector<float>(a.begin() + r, a.begin() + r + vocab),
+                                   std::vector<float>(b.begin() + r, b.begin() + r + vocab)));
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
   /// Whether the CUDA device is the SIMT emulator (INGOT_CUDA_DRIVER=emulated).
   static bool emulatedDevice() { return emulatedCudaLibrary().ok(); }
   /// `n` tokens drawn uniformly from the vocabulary.
