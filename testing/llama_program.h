@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/artifact/artifact_reader.h"
+#include "core/artifact/launch_grid.h"
 #include "core/base/status.h"
 #include "schemas/artifact_generated.h"
 
@@ -93,6 +94,11 @@ struct LlamaProgramOptions {
   /// With fake_cuda_kernels: the entry-point parameter sizes recorded for these kernels
   /// (KernelDef.param_bytes, which every launch is checked against); the others record none.
   std::map<std::string, std::vector<uint32_t>> fake_kernel_param_bytes;
+  /// With fake_cuda_kernels: each kernel's grid rule written as the compiler writes it
+  /// (core/artifact/launch_grid.h); false leaves KernelDef.grid out, as format 1.4 did.
+  bool fake_kernel_grids = true;
+  /// With fake_kernel_grids: these kernels' grid rules instead of their families'.
+  std::map<std::string, GridRule> fake_kernel_grid_overrides;
   /// The fused gated_linear steps' activation param (0 silu; other values test refusals).
   int64_t gated_activation = 0;
 };

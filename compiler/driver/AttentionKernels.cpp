@@ -228,6 +228,7 @@ Status addAttentionKernels(ArtifactWriter &writer, const CudaKernelOptions &opti
     kernel.binaries = std::move(k.binaries);
     INGOT_ASSIGN_OR_RETURN(kernel.paramBytes,
                            kernelParamBytes(kernel.binaries, k.abiPtx, kernel.name));
+    INGOT_RETURN_IF_ERROR(setKernelGrid(kernel));
     const std::string name = kernel.name;
     kernelIndex[name] = writer.addKernel(std::move(kernel));
     ++rep.kernels;

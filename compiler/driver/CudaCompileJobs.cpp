@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "codegen/cuda/PtxEntryParams.h"
+#include "core/artifact/launch_grid.h"
 
 #ifdef INGOT_HAVE_NVRTC
 #include "codegen/cuda/CachedNvrtc.h"
@@ -144,6 +145,16 @@ StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary>
   return std::vector<uint32_t>{};
 }
 
+Status setKernelGrid(Kernel &kernel) {
+  const uint32_t threads = kernel.blockDim.empty() ? 0 : kernel.blockDim[0];
+  std::optional<GridRule> rule = kernelGridRule(kernel.name, threads);
+  if (!rule)
+    return internalError("kernel '" + kernel.name +
+                         "' belongs to no family with a grid rule (core/artifact/launch_grid.cc)");
+  kernel.grid.assign(rule->begin(), rule->end());
+  return okStatus();
+}
+
 Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
                       const std::vector<std::string> &names, uint32_t threads,
                       const CudaKernelOptions &options, CudaKernelReport &report) {
@@ -154,6 +165,7 @@ Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
     kernel.sharedMemBytes = 0;
     kernel.binaries = unit.binaries;
     INGOT_ASSIGN_OR_RETURN(kernel.paramBytes, kernelParamBytes(unit.binaries, unit.abiPtx, name));
+    INGOT_RETURN_IF_ERROR(setKernelGrid(kernel));
     writer.addKernel(std::move(kernel));
     ++report.kernels;
     report.kernelsFromCache += unit.fromCache == options.targets.size();

@@ -53,10 +53,14 @@ StatusOr<std::vector<uint32_t>> kernelParamBytes(const std::vector<KernelBinary>
                                                  const std::vector<uint8_t> &abiPtx,
                                                  const std::string &name);
 
+/// Sets `kernel.grid` to its family's rule (core/artifact/launch_grid.h) from its name and
+/// threads per block; an error naming it when no family has that name.
+Status setKernelGrid(Kernel &kernel);
+
 /// Adds one KernelDef per entry point `names` of `unit`, each with the unit's binaries (the
-/// writer stores identical binaries once), `threads` per block, no dynamic shared memory
-/// and its parameter sizes, and counts them in `report` (from the cache when every target
-/// was).
+/// writer stores identical binaries once), `threads` per block, no dynamic shared memory,
+/// its parameter sizes and its grid rule, and counts them in `report` (from the cache when
+/// every target was).
 Status addUnitKernels(ArtifactWriter &writer, const CompiledCudaUnit &unit,
                       const std::vector<std::string> &names, uint32_t threads,
                       const CudaKernelOptions &options, CudaKernelReport &report);

@@ -100,6 +100,8 @@ struct Kernel {
   std::vector<KernelBinary> binaries;
   /// The entry point's parameter sizes in order (KernelDef.param_bytes); empty: unknown.
   std::vector<uint32_t> paramBytes;
+  /// The grid rule, x, y, z (KernelDef.grid; core/artifact/launch_grid.h); empty: none written.
+  std::vector<schema::GridAxisDef> grid;
 };
 
 struct Buffer {

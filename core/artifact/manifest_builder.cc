@@ -91,7 +91,8 @@ Offset<schema::KernelDef> buildKernel(FlatBufferBuilder &fbb, const Kernel &k,
   }
   return schema::CreateKernelDefDirect(fbb, k.name.c_str(), &k.blockDim,
                                        k.sharedMemBytes, &binaries,
-                                       k.paramBytes.empty() ? nullptr : &k.paramBytes);
+                                       k.paramBytes.empty() ? nullptr : &k.paramBytes,
+                                       k.grid.empty() ? nullptr : &k.grid);
 }
 
 Offset<schema::ProgramDef> buildProgram(FlatBufferBuilder &fbb, const Program &p) {

@@ -11,6 +11,7 @@
 
 #include "core/artifact/artifact_reader.h"
 #include "core/artifact/dtype_info.h"
+#include "core/artifact/launch_grid.h"
 #include "core/region/region_disassembler.h"
 #include "core/region/region_program.h"
 #include "xxhash.h"
@@ -223,8 +224,13 @@ void printKernels(const schema::Manifest& m, std::ostream& out) {
                                bytesText(count(b->data())));
     const std::string params =
         count(k->param_bytes()) ? ", params " + listText(k->param_bytes()) + " B" : "";
-    out << fmt::format("  {}: block {}, shared {} B{}, targets: {}\n", printable(k->name()),
-                       listText(k->block_dim()), k->shared_mem_bytes(), params,
+    std::string grid;
+    if (k->grid())
+      for (const schema::GridAxisDef* axis : *k->grid())
+        grid += (grid.empty() ? ", grid [" : ", ") + describeGridAxis(*axis);
+    if (!grid.empty()) grid += "]";
+    out << fmt::format("  {}: block {}{}, shared {} B{}, targets: {}\n", printable(k->name()),
+                       listText(k->block_dim()), grid, k->shared_mem_bytes(), params,
                        targets.empty() ? "none" : targets);
   }
 }

@@ -25,7 +25,7 @@ if(INGOT_BUILD_TESTS)
 
   # The backend's control flow against the fake libcuda and a fake libcublasLt.
   add_executable(ingot_cuda_backend_fake_tests cuda_backend_fake_test.cc cuda_backend_tp_fake_test.cc
-    cuda_backend_kv_fp8_fake_test.cc)
+    cuda_backend_kv_fp8_fake_test.cc cuda_backend_grid_fake_test.cc)
   target_link_libraries(ingot_cuda_backend_fake_tests PRIVATE ingot_backend_cuda
     ingot_backend_testing GTest::gtest_main ${CMAKE_DL_LIBS})
   target_compile_definitions(ingot_cuda_backend_fake_tests PRIVATE

@@ -12,6 +12,8 @@
 namespace ingot {
 namespace {
 
+using schema::GridCount;
+
 /// The entry points of codegen/cuda/W8a8KernelsSource.h (not included: it is compiler-side).
 constexpr const char* kQuantizeKernel = "ingot_fp8_quantize_rows";
 constexpr const char* kEpilogueKernel = "ingot_fp8_scale_epilogue";
@@ -22,16 +24,23 @@ static_assert(CublasLt::kFp8Align == w8a8::kFp8Align, "one padding rule for GEMM
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Launches `k` over a 1-D grid on the backend's stream (nothing for an empty grid), once
-/// `args` match the parameters the artifact recorded for it (checkKernelArgs).
-Status launchKernel(CudaBackendState& s, const LoadedKernel& k, unsigned grid,
+/// Launches `k` on the backend's stream over the grid its rule gives for `counts` (nothing
+/// for an empty grid), once `args` match the parameters the artifact recorded for it
+/// (checkKernelArgs).
+Status launchKernel(CudaBackendState& s, const LoadedKernel& k, const GridCounts& counts,
                     const KernelArgs& args, const std::string& what) {
   INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
-  if (grid == 0) return okStatus();
-  CUresult r = s.cu->launchKernel(k.function, grid, 1, 1, k.block[0], k.block[1], k.block[2],
+  INGOT_ASSIGN_OR_RETURN(const GridDims g, launchGrid(k, counts, s.sms, what));
+  if (g.x == 0 || g.y == 0 || g.z == 0) return okStatus();
+  CUresult r = s.cu->launchKernel(k.function, g.x, g.y, g.z, k.block[0], k.block[1], k.block[2],
                                   k.shared_bytes, s.stream, args.data(), nullptr);
   if (r != CUDA_SUCCESS) return internalError(what + ": " + s.cu->describe("cuLaunchKernel", r));
   return okStatus();
+}
+
+/// The counts of a launch over `rows` rows (and `elements` outputs, for the epilogue).
+GridCounts overRows(int64_t rows, int64_t elements = 0) {
+  return GridCounts().set(GridCount::Rows, rows).set(GridCount::Elements, elements);
 }
 
 /// $INGOT_CUDA_W8A8 over `min_rows`: "off"/"0" disables, a positive number is the threshold.
@@ -210,7 +219,7 @@ Status enqueueFp8RmsNorm(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevi
   p.rows = q.rows;
   p.eps = eps;
   const KernelArgs args = kernelArgs(p);
-  return launchKernel(s, st.rms_norm_quant, static_cast<unsigned>(rows), args,
+  return launchKernel(s, st.rms_norm_quant, overRows(rows), args,
                       where + " (rms_norm with fp8 output codes)");
 }
 
@@ -232,7 +241,7 @@ Status enqueueFp8SiluMul(CudaBackendState& s, size_t step, CUdeviceptr gate, CUd
   p.width = width;
   p.rows = q.rows;
   const KernelArgs args = kernelArgs(p);
-  return launchKernel(s, st.silu_mul_quant, static_cast<unsigned>(rows), args,
+  return launchKernel(s, st.silu_mul_quant, overRows(rows), args,
                       where + " (silu_mul with fp8 output codes)");
 }
 
@@ -289,7 +298,7 @@ Status enqueueFp8Linear(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevic
     qp.rows = static_cast<int>(rows);
     if (const char* bad = w8a8::checkQuantizeRowsParams(qp)) return internalError(where + ": " + bad);
     const KernelArgs qargs = kernelArgs(qp);
-    INGOT_RETURN_IF_ERROR(launchKernel(s, st.quantize, static_cast<unsigned>(rows), qargs,
+    INGOT_RETURN_IF_ERROR(launchKernel(s, st.quantize, overRows(rows), qargs,
                                        where + " (fp8 activation quantizer)"));
   }
   // Unpadded N: the GEMM writes y itself and the epilogue scales it in place.
@@ -311,7 +320,7 @@ Status enqueueFp8Linear(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevic
   ep.rows = static_cast<int>(rows);
   ep.global_scale = q.global_scale;
   const KernelArgs eargs = kernelArgs(ep);
-  return launchKernel(s, st.epilogue, w8a8::epilogueGridSize(rows * d.N), eargs,
+  return launchKernel(s, st.epilogue, overRows(rows, rows * d.N), eargs,
                       where + " (fp8 scale epilogue)");
 }
 

@@ -1,8 +1,5 @@
 // The CUDA backend's op definitions, one row per op kind it runs, and the launch helpers
 // they share.
-#include <algorithm>
-
-#include "core/kernels/fused_params.h"
 #include "runtime/backend/cuda/cuda_ops.h"
 
 namespace ingot {
@@ -39,21 +36,15 @@ CUdeviceptr CudaLaunch::slot(int32_t buffer) const {
   return s->buffers.slots[s->plan->buffers[buffer].slot].ptr();
 }
 
-Status CudaLaunch::launch(const LoadedKernel& k, unsigned gx, unsigned gy, unsigned gz,
+Status CudaLaunch::launch(const LoadedKernel& k, const GridCounts& counts,
                           const KernelArgs& args, const std::string& what) const {
   INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
-  if (gx == 0 || gy == 0 || gz == 0) return okStatus();
-  CUresult r = s->cu->launchKernel(k.function, gx, gy, gz, k.block[0], k.block[1], k.block[2],
+  INGOT_ASSIGN_OR_RETURN(const GridDims g, launchGrid(k, counts, s->sms, what));
+  if (g.x == 0 || g.y == 0 || g.z == 0) return okStatus();
+  CUresult r = s->cu->launchKernel(k.function, g.x, g.y, g.z, k.block[0], k.block[1], k.block[2],
                                    k.shared_bytes, s->stream, args.data(), nullptr);
   if (r != CUDA_SUCCESS) return internalError(what + ": " + s->cu->describe("cuLaunchKernel", r));
   return okStatus();
-}
-
-unsigned CudaLaunch::strideGrid(int64_t count) const {
-  constexpr int64_t kThreads = fused::kFusedThreads;
-  const int64_t ctas = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(
-      std::max<int64_t>(1, std::min<int64_t>(ctas, int64_t{s->sms} * 32)));
 }
 
 }  // namespace ingot

@@ -70,13 +70,11 @@ struct CudaLaunch {
   CUdeviceptr at(int64_t words) const { return inputs + static_cast<CUdeviceptr>(words) * 4; }
   /// The activation slot that holds `buffer`.
   CUdeviceptr slot(int32_t buffer) const;
-  /// Launches `k` on the backend's stream (nothing for an empty grid), once `args` match the
-  /// parameters the artifact recorded for it (checkKernelArgs).
-  Status launch(const LoadedKernel& k, unsigned gx, unsigned gy, unsigned gz,
-                const KernelArgs& args, const std::string& what) const;
-  /// CTAs of a grid-stride fused kernel over `count` elements: enough for every element, at
-  /// most 32 per SM.
-  unsigned strideGrid(int64_t count) const;
+  /// Launches `k` on the backend's stream, once `args` match the parameters the artifact
+  /// recorded for it (checkKernelArgs), over the grid its rule (KernelDef.grid) gives for
+  /// `counts` (nothing for an empty grid).
+  Status launch(const LoadedKernel& k, const GridCounts& counts, const KernelArgs& args,
+                const std::string& what) const;
   /// y [rows, N] = x [rows, K] . w^T (+ bias) for a bf16 w: x rounded to bf16 first, the
   /// product through cuBLASLt.
   Status linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int64_t rows,
@@ -86,6 +84,15 @@ struct CudaLaunch {
   Status quantizedLinear(const PlannedStep& p, const DeviceStep& d, CUdeviceptr x, CUdeviceptr y,
                          int64_t rows, const std::string& what) const;
 };
+
+/// The counts of a launch over the step's `tokens`, or over `n` elements (a grid-stride
+/// kernel), for the kernel's grid rule.
+inline GridCounts perToken(int64_t tokens) {
+  return GridCounts().set(schema::GridCount::Tokens, tokens);
+}
+inline GridCounts overElements(int64_t n) {
+  return GridCounts().set(schema::GridCount::Elements, n);
+}
 
 /// One op kind on the CUDA backend. Every kind of the runtime's op table
 /// (runtime/backend/ops/op_definition.h) the CUDA backend runs has a row here; a program

@@ -8,6 +8,8 @@
 
 namespace ingot {
 
+using schema::GridCount;
+
 Status resolveAttentionCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def) {
   const PlannedStep& p = s.plan->steps[index];
   const schema::Manifest& manifest = s.artifact->manifest();
@@ -79,14 +81,16 @@ Status enqueueAttentionCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
   }
   ops.error = reinterpret_cast<rgn::u32*>(l.errors + 4);
   const KernelArgs args = kernelArgs(a, ops);
-  INGOT_RETURN_IF_ERROR(l.launch(d.attention, static_cast<unsigned>(a.num_kv_heads),
-                                 static_cast<unsigned>(l.dims->requests),
-                                 static_cast<unsigned>(l.split->num_splits), args,
-                                 l.where + " (attention)"));
+  const GridCounts counts = GridCounts()
+                                .set(GridCount::KvHeads, a.num_kv_heads)
+                                .set(GridCount::Heads, a.num_heads)
+                                .set(GridCount::Requests, l.dims->requests)
+                                .set(GridCount::Splits, l.split->num_splits)
+                                .set(GridCount::Tokens, l.tokens());
+  INGOT_RETURN_IF_ERROR(l.launch(d.attention, counts, args, l.where + " (attention)"));
   if (l.split->num_splits <= 1) return okStatus();
   const KernelArgs cargs = kernelArgs(a);
-  return l.launch(d.combine, l.tokens(), static_cast<unsigned>(a.num_heads), 1, cargs,
-                  l.where + " (attention combine)");
+  return l.launch(d.combine, counts, cargs, l.where + " (attention combine)");
 }
 
 }  // namespace ingot

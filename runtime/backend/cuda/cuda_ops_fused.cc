@@ -32,7 +32,7 @@ Status enqueueEmbeddingCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
   params.vocab_start = static_cast<int>(std::max<int64_t>(p.vocab_start, 0));
   params.num_rows = static_cast<int>(p.weight.rows());
   const KernelArgs args = kernelArgs(params);
-  return l.launch(l.s->fused.embedding, l.tokens(), 1, 1, args, l.where + " (embedding)");
+  return l.launch(l.s->fused.embedding, perToken(l.tokens()), args, l.where + " (embedding)");
 }
 
 Status uploadRmsNormCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
@@ -50,7 +50,7 @@ Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const Devic
   if (quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8RmsNorm(s, l.index, x, gamma, out, dim, eps, T, l.where);
   const KernelArgs args = kernelArgs(x, residual, gamma, out, dim, eps);
-  return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (rms_norm)");
+  return l.launch(s.fused.rms_norm, perToken(T), args, l.where + " (rms_norm)");
 }
 
 Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
@@ -65,7 +65,7 @@ Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const De
     long long count = static_cast<long long>(T) * dim;
     const KernelArgs args = kernelArgs(residual, x, sum, count);
     INGOT_RETURN_IF_ERROR(
-        l.launch(s.fused.add, l.strideGrid(count), 1, 1, args, l.where + " (add_rms_norm: add)"));
+        l.launch(s.fused.add, overElements(count), args, l.where + " (add_rms_norm: add)"));
     return enqueueFp8RmsNorm(s, l.index, sum, gamma, out, dim, eps, T, l.where);
   }
   // The kernel adds x into its residual argument in place: the sum's own slot, holding the
@@ -77,7 +77,7 @@ Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const De
                                                             s.stream))
                               .withPrefix(l.where));
   const KernelArgs args = kernelArgs(x, sum, gamma, out, dim, eps);
-  return l.launch(s.fused.rms_norm, T, 1, 1, args, l.where + " (add_rms_norm)");
+  return l.launch(s.fused.rms_norm, perToken(T), args, l.where + " (add_rms_norm)");
 }
 
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
@@ -115,10 +115,8 @@ Status enqueueKvWriteFp8(const CudaLaunch& l, const PlannedStep& p, CUdeviceptr 
   w.max_runs = T;
   const KernelArgs args = kernelArgs(w);
   // A graph's bucket has as many runs as tokens at most (the ones past the step's are empty).
-  const unsigned gx =
-      kvfp8::kvFp8WriteGridX(w.num_kv_heads, static_cast<int>(f.kv_write_fp8.block[0] / 32));
-  return l.launch(f.kv_write_fp8, gx, kvfp8::kvFp8WriteGridY(T), 1, args,
-                  l.where + " (kv_write, fp8)");
+  return l.launch(f.kv_write_fp8, perToken(T).set(schema::GridCount::KvHeads, w.num_kv_heads),
+                  args, l.where + " (kv_write, fp8)");
 }
 
 /// The rope_kv_write kernel's parameters: rotate `heads` heads of `q` (rows of `qStride`)
@@ -183,16 +181,16 @@ Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const D
     // query heads of their own (no KV heads, so no write); the fp8 write stores the keys.
     params.num_kv_heads = 0;
     const KernelArgs qArgs = kernelArgs(params);
-    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, qArgs, l.where + " (rope q)"));
+    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, perToken(T), qArgs, l.where + " (rope q)"));
     params.q = reinterpret_cast<void*>(kr);
     params.num_heads = kvHeads;
     params.q_stride = kvHeads * headDim;
     const KernelArgs kArgs = kernelArgs(params);
-    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, T, 1, 1, kArgs, l.where + " (rope k)"));
+    INGOT_RETURN_IF_ERROR(l.launch(s.fused.rope_kv, perToken(T), kArgs, l.where + " (rope k)"));
     return enqueueKvWriteFp8(l, p, kr, l.slot(p.inputs[2]));
   }
   const KernelArgs args = kernelArgs(params);
-  return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + " (rope_kv_write)");
+  return l.launch(s.fused.rope_kv, perToken(T), args, l.where + " (rope_kv_write)");
 }
 
 Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
@@ -229,7 +227,7 @@ Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const Device
   // Rope alone must not write the cache: its rows are not K/V. Padding slots (-1) are
   // skipped by the kernel; a rope step passes no kv heads, so it writes nothing.
   const KernelArgs args = kernelArgs(params);
-  return l.launch(s.fused.rope_kv, T, 1, 1, args, l.where + (rope ? " (rope)" : " (kv_write)"));
+  return l.launch(s.fused.rope_kv, perToken(T), args, l.where + (rope ? " (rope)" : " (kv_write)"));
 }
 
 Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep&) {
@@ -242,7 +240,7 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
   if (silu && quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8SiluMul(s, l.index, x, y, out, static_cast<int>(width), T, l.where);
   const KernelArgs args = kernelArgs(x, y, out, count);
-  return l.launch(silu ? s.fused.silu_mul : s.fused.add, l.strideGrid(count), 1, 1, args,
+  return l.launch(silu ? s.fused.silu_mul : s.fused.add, overElements(count), args,
                   l.where + (silu ? " (silu_mul)" : " (add)"));
 }
 

@@ -98,7 +98,7 @@ Status CudaLaunch::linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int
   CUdeviceptr xb = s->buffers.x_bf16.ptr();
   long long count = rows * d.K;
   const KernelArgs cast = kernelArgs(x, xb, count);
-  INGOT_RETURN_IF_ERROR(launch(s->fused.to_bf16, strideGrid(count), 1, 1, cast, what));
+  INGOT_RETURN_IF_ERROR(launch(s->fused.to_bf16, overElements(count), cast, what));
   INGOT_RETURN_IF_ERROR(
       s->blas->gemmBf16(s->stream, xb, d.weight, y, rows, d.N, d.K, s->workspace.ptr())
           .withPrefix(what));
@@ -107,7 +107,7 @@ Status CudaLaunch::linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int
   long long r = rows;
   int width = static_cast<int>(d.N);
   const KernelArgs args = kernelArgs(y, bias, r, width);
-  return launch(s->fused.add_bias, strideGrid(rows * d.N), 1, 1, args, what);
+  return launch(s->fused.add_bias, overElements(rows * d.N), args, what);
 }
 
 Status CudaLaunch::quantizedLinear(const PlannedStep& p, const DeviceStep& d, CUdeviceptr x,
@@ -130,10 +130,11 @@ Status CudaLaunch::quantizedLinear(const PlannedStep& p, const DeviceStep& d, CU
   q.global_scale = p.quant.global_scale;
   const KernelArgs args = kernelArgs(q);
   // Prefill rows: the tensor-core GEMM (kernels/quant_gemm.cuh), where the artifact has it.
+  const GridCounts counts =
+      GridCounts().set(schema::GridCount::Features, d.N).set(schema::GridCount::Rows, rows);
   if (d.gemm.function && rows >= quantgemm::kQuantGemmMinRows)
-    return launch(d.gemm, quantgemm::quantGemmGridX(q.N), quantgemm::quantGemmGridY(q.T), 1,
-                  args, what);
-  return launch(d.gemv, quantgemv::quantGemvGridSize(q.N), 1, 1, args, what);
+    return launch(d.gemm, counts, args, what);
+  return launch(d.gemv, counts, args, what);
 }
 
 Status enqueueLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
@@ -176,7 +177,7 @@ Status enqueueGatedLinearCuda(const CudaLaunch& l, const PlannedStep& p, const D
       linearProduct(l, p.parts[1], d.parts[1], x, out, false, "up " + p.parts[1].weight.name));
   long long count = static_cast<long long>(l.tokens()) * d.N;
   const KernelArgs args = kernelArgs(gate, out, out, count);
-  return l.launch(s.fused.silu_mul, l.strideGrid(count), 1, 1, args,
+  return l.launch(s.fused.silu_mul, overElements(count), args,
                   l.where + " (gated_linear: silu_mul)");
 }
 
@@ -186,7 +187,9 @@ Status enqueueLogitsCuda(const CudaLaunch& l, const PlannedStep& p, const Device
               gathered = s.buffers.gathered.ptr();
   int L = l.dims->logit_rows, width = static_cast<int>(d.K);
   const KernelArgs args = kernelArgs(hidden, rows, gathered, L, width);
-  INGOT_RETURN_IF_ERROR(l.launch(s.fused.gather_rows, L, 1, 1, args, l.where + " (logit rows)"));
+  INGOT_RETURN_IF_ERROR(l.launch(s.fused.gather_rows,
+                                 GridCounts().set(schema::GridCount::Rows, L), args,
+                                 l.where + " (logit rows)"));
   // A vocab-parallel head writes this rank's [L, V/N] slice for the all_gather.
   const bool slice = s.plan->buffers[p.outputs[0]].logit_rows;
   return l.linear(gathered, d, slice ? l.slot(p.outputs[0]) : s.buffers.logits.ptr(), L,

@@ -140,7 +140,8 @@ Status enqueueStep(CudaBackendState& s, const StepDims& dims, const SplitPlan& s
     params.params = reinterpret_cast<const sampling::RowParams*>(b.row_sampling.ptr());
     params.tokens = reinterpret_cast<int*>(b.tokens.ptr());
     const KernelArgs args = kernelArgs(params);
-    INGOT_RETURN_IF_ERROR(l.launch(s.fused.sample, dims.logit_rows, 1, 1, args, "sampling"));
+    const GridCounts rows = GridCounts().set(schema::GridCount::Rows, dims.logit_rows);
+    INGOT_RETURN_IF_ERROR(l.launch(s.fused.sample, rows, args, "sampling"));
     INGOT_RETURN_IF_ERROR(cu.check("cuMemcpyDtoHAsync",
                                    cu.memcpyDtoHAsync(b.tokens_host.data(), b.tokens.ptr(), L * 4,
                                                       s.stream)));

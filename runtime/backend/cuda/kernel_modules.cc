@@ -71,6 +71,19 @@ StatusOr<LoadedKernel> manifestEntry(const schema::KernelDef& kernel, const std:
                       ")");
     entry.param_bytes.assign(params->begin(), params->end());
   }
+  // The grid rule: the artifact's (format 1.5), else its family's by name (older artifacts).
+  if (const auto* grid = kernel.grid()) {
+    if (grid->size() != 3)
+      return dataLoss(what + ": grid has " + std::to_string(grid->size()) +
+                      " axes (x, y, z: 3)");
+    GridRule rule;
+    for (uint32_t i = 0; i < 3; ++i) rule[i] = *grid->Get(i);
+    if (std::string problem = gridRuleProblem(rule); !problem.empty())
+      return dataLoss(what + ": " + problem);
+    entry.grid = rule;
+  } else {
+    entry.grid = kernelGridRule(entry.name, entry.block[0]);
+  }
   return entry;
 }
 
@@ -171,5 +184,16 @@ StatusOr<LoadedKernel> KernelModules::find(const std::string& name) const {
 }
 
 bool KernelModules::has(const std::string& name) const { return kernels_.count(name) != 0; }
+
+StatusOr<GridDims> launchGrid(const LoadedKernel& k, const GridCounts& counts, int sms,
+                              const std::string& what) {
+  if (!k.grid)
+    return failedPrecondition(what + ": kernel " + k.name +
+                              " has no grid rule (an artifact older than format 1.5 with a "
+                              "kernel of no family this runtime knows); recompile it");
+  GridDims dims = evaluateGrid(*k.grid, counts, sms);
+  if (!dims.error.empty()) return internalError(what + ": kernel " + k.name + ": " + dims.error);
+  return dims;
+}
 
 }  // namespace ingot

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/artifact/artifact_reader.h"
 #include "core/artifact/kernel_binary.h"
+#include "core/artifact/launch_grid.h"
 #include "runtime/backend/cuda/cuda_driver.h"
 #include "core/base/status.h"
 
@@ -26,7 +28,17 @@ struct LoadedKernel {
   std::vector<uint32_t> param_bytes;
   /// The kernel's name (its entry point), for messages.
   std::string name;
+  /// How its grid follows from a launch's counts (KernelDef.grid, else the rule of its
+  /// family for an artifact older than format 1.5); empty: no rule, the kernel cannot be
+  /// launched (a name of no family in an old artifact).
+  std::optional<GridRule> grid;
 };
+
+/// The grid of one launch of `k` over `counts` on a GPU of `sms` SMs (launch_grid.h). Fails,
+/// naming the launch `what` and the kernel, when it has no rule or its rule reads a count
+/// the launch does not give.
+StatusOr<GridDims> launchGrid(const LoadedKernel& k, const GridCounts& counts, int sms,
+                              const std::string& what);
 
 /// The most bytes of parameters a kernel may take: 32764 with CUDA 12.1 or newer on Volta
 /// (sm_70) and later (CUDA C++ Programming Guide, "Function Parameters"; 4 KiB before).

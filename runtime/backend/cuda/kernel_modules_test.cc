@@ -387,6 +387,70 @@ TEST_F(KernelModulesTest, ParametersOverTheCudaLimitAreACorruptArtifact) {
             "kernel 'k': its parameters take 32768 bytes, more than a kernel may (32764)");
 }
 
+TEST_F(KernelModulesTest, TheArtifactsGridRuleIsTheOneLaunchesUse) {
+  // Recorded (format 1.5): taken as written, even where it is not the family's own rule.
+  const std::string name = "ingot_quant_gemv_fp8";
+  Kernel k = kernel(name, {binary("sm_90a", cubin("sm_90a", {name, "ingot_fused_add_f32"}))});
+  k.blockDim = {128, 1, 1};
+  k.grid = {gridAxis(schema::GridCount::Features, 16), gridAxis(schema::GridCount::Rows),
+            gridAxis(schema::GridCount::One)};
+  // Not recorded (format 1.4 and older): the family's rule, from the name and block.
+  Kernel old = kernel("ingot_fused_add_f32",
+                      {binary("sm_90a", cubin("sm_90a", {name, "ingot_fused_add_f32"}))});
+  old.blockDim = {256, 1, 1};
+  auto loaded = load(artifact({std::move(k), std::move(old)}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const GridCounts counts = GridCounts()
+                                .set(schema::GridCount::Features, 576)
+                                .set(schema::GridCount::Rows, 3)
+                                .set(schema::GridCount::Elements, 1000);
+  StatusOr<GridDims> gemv = launchGrid(*(*loaded)->find(name), counts, 132, "test");
+  ASSERT_TRUE(gemv.ok()) << gemv.status().message();
+  EXPECT_EQ(std::vector<unsigned>({gemv->x, gemv->y, gemv->z}), std::vector<unsigned>({36, 3, 1}));
+  StatusOr<GridDims> add = launchGrid(*(*loaded)->find("ingot_fused_add_f32"), counts, 132, "test");
+  ASSERT_TRUE(add.ok()) << add.status().message();
+  EXPECT_EQ(add->x, 4u);
+  // A count the launcher does not give is an error naming the launch and the kernel.
+  StatusOr<GridDims> missing =
+      launchGrid(*(*loaded)->find(name), GridCounts().set(schema::GridCount::Rows, 3), 132,
+                 "step 7");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "step 7: kernel ingot_quant_gemv_fp8: its grid reads the count 'Features', which "
+            "this launch does not give");
+}
+
+TEST_F(KernelModulesTest, OldKernelsOfNoFamilyLoadButCannotBeLaunched) {
+  auto loaded = load(artifact({kernel("k", {binary("sm_90a", cubin("sm_90a", {"k"}))})}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  StatusOr<GridDims> refused = launchGrid(*(*loaded)->find("k"), GridCounts(), 132, "step 2");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("step 2: kernel k has no grid rule"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST_F(KernelModulesTest, ABadGridRuleIsACorruptArtifact) {
+  const std::string name = "ingot_fused_add_f32";
+  Kernel twoAxes = kernel(name, {binary("sm_90a", cubin("sm_90a", {name}))});
+  twoAxes.grid = {gridAxis(schema::GridCount::Elements), gridAxis(schema::GridCount::One)};
+  auto refused = load(artifact({std::move(twoAxes)}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(refused.status().message(),
+            "kernel 'ingot_fused_add_f32': grid has 2 axes (x, y, z: 3)");
+
+  Kernel unknown = kernel(name, {binary("sm_90a", cubin("sm_90a", {name}))});
+  unknown.grid = {gridAxis(static_cast<schema::GridCount>(42)), gridAxis(schema::GridCount::One),
+                  gridAxis(schema::GridCount::One, 0)};
+  refused = load(artifact({std::move(unknown)}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(refused.status().message(),
+            "kernel 'ingot_fused_add_f32': grid axis x counts 42, a count this runtime does not "
+            "know (an artifact from a newer compiler)");
+  EXPECT_EQ(stats_()->moduleLoads, 0);
+}
+
 TEST_F(KernelModulesTest, PtxTheJitRejectsIsAnErrorWithItsLog) {
   Artifact a = artifact({kernel("k", {binary("compute_80", ".visible .entry k() { ret; }")})});
   auto loaded = load(a);
