@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/artifact/dtype_info.h"
+#include "core/artifact/launch_grid.h"
 
 namespace ingot {
 
@@ -62,6 +63,8 @@ int32_t addSampleKernel(ArtifactWriter &writer) {
   kernel.name = "ingot_rms_norm_bf16";
   kernel.blockDim = {256, 1, 1};
   kernel.sharedMemBytes = 1024;
+  kernel.grid = {gridAxis(schema::GridCount::Rows), gridAxis(schema::GridCount::One),
+                 gridAxis(schema::GridCount::One)};
   kernel.binaries.push_back({"sm_90a", schema::BinaryFormat::Cubin, {0x7f, 'E', 'L', 'F', 1, 2}});
   kernel.binaries.push_back({"compute_80", schema::BinaryFormat::Ptx,
                              std::vector<uint8_t>({'.', 'v', 'e', 'r', 's', 'i', 'o', 'n'})});

@@ -109,6 +109,10 @@ void expectKernelsMatch(const schema::Manifest& m, const ArtifactContents& c) {
   EXPECT_EQ(k->name()->str(), c.kernels[0].name);
   EXPECT_EQ(toVector(k->block_dim()), c.kernels[0].blockDim);
   EXPECT_EQ(k->shared_mem_bytes(), c.kernels[0].sharedMemBytes);
+  ASSERT_TRUE(k->grid());
+  ASSERT_EQ(k->grid()->size(), 3u);
+  EXPECT_EQ(k->grid()->Get(0)->count(), schema::GridCount::Rows);
+  EXPECT_EQ(k->grid()->Get(1)->count(), schema::GridCount::One);
   ASSERT_EQ(k->binaries()->size(), c.kernels[0].binaries.size());
   for (size_t i = 0; i < c.kernels[0].binaries.size(); ++i) {
     EXPECT_EQ(k->binaries()->Get(i)->target()->str(), c.kernels[0].binaries[i].target);

@@ -51,8 +51,9 @@ TEST(InspectCommand, PrintsEveryPartOfTheManifest) {
   expectContains(text, "mxfp4/32 s=#7");
   expectContains(text, "int4_group/32 s=#9 z=#10");
   expectContains(text, "kernels: 1");
-  expectContains(text, "ingot_rms_norm_bf16: block [256, 1, 1], shared 1024 B, targets: "
-                       "sm_90a (cubin, 6 B), compute_80 (ptx, 8 B)");
+  expectContains(text,
+                 "ingot_rms_norm_bf16: block [256, 1, 1], grid [Rows, 1, 1], shared 1024 B, "
+                 "targets: sm_90a (cubin, 6 B), compute_80 (ptx, 8 B)");
   expectContains(text, "program 0 \"main\" (role main): 5 buffers, 7 steps");
   expectContains(text, "step 1: rms_norm [%1 hidden] -> [%1 hidden] weights [#11] kernel "
                        "ingot_rms_norm_bf16 epsilon=1e-05");
