@@ -67,8 +67,8 @@ std::optional<GridRule> kernelGridRule(std::string_view name, uint32_t threads) 
   if (startsWith(name, "ingot_quant_gemm_"))
     return rule(gridAxis(GridCount::Features, quantgemm::kGemmTileN),
                 gridAxis(GridCount::Rows, quantgemm::kGemmTileT));
-  // W8A8 (codegen/cuda/kernels/w8a8.cuh): producers and the quantizer a CTA per row; the
-  // scale epilogue grid-strides over rows x N with at most 4096 CTAs.
+  // W8A8 (codegen/cuda/kernels/fp8_w8a8.cuh, fp8_producers.cuh): producers and the quantizer
+  // a CTA per row; the scale epilogue grid-strides over rows x N with at most 4096 CTAs.
   if (startsWith(name, "ingot_fp8_scale_epilogue"))
     return rule(gridAxis(GridCount::Elements, threads, 4096));
   for (std::string_view perRow : {"ingot_fp8_quantize_rows", "ingot_fp8_rms_norm_quant",
