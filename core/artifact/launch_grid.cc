@@ -92,7 +92,7 @@ std::string gridRuleProblem(const GridRule& rule) {
   return "";
 }
 
-GridDims evaluateGrid(const GridRule& rule, const GridCounts& counts, int sms) {
+StatusOr<GridDims> evaluateGrid(const GridRule& rule, const GridCounts& counts, int sms) {
   GridDims dims;
   unsigned* out[] = {&dims.x, &dims.y, &dims.z};
   for (size_t i = 0; i < rule.size(); ++i) {
@@ -101,11 +101,9 @@ GridDims evaluateGrid(const GridRule& rule, const GridCounts& counts, int sms) {
     for (GridCount c : {a.count(), a.times()}) {
       if (c == GridCount::One) continue;
       const int64_t v = counts.get(c);
-      if (v < 0) {
-        dims.error = std::string("its grid reads the count '") + schema::EnumNameGridCount(c) +
-                     "', which this launch does not give";
-        return dims;
-      }
+      if (v < 0)
+        return internalError(std::string("its grid reads the count '") +
+                             schema::EnumNameGridCount(c) + "', which this launch does not give");
       n *= v;
     }
     const int64_t divisor = a.divisor();

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/status.h"
 #include "schemas/artifact_generated.h"
 
 namespace ingot {
@@ -52,14 +53,15 @@ std::optional<GridRule> kernelGridRule(std::string_view name, uint32_t threads);
 /// multiplier), or "" when it can.
 std::string gridRuleProblem(const GridRule& rule);
 
-/// The grid of one launch: each axis from `counts` under its caps (`sms`: the GPU's SMs).
-/// An axis whose count is 0 is 0 (the launch has no work). Fails, naming the count, when
-/// the rule reads a count the launcher did not set; `what` names the launch.
+/// CTAs of a launch along x, y and z.
 struct GridDims {
   unsigned x = 1, y = 1, z = 1;
-  std::string error;  ///< non-empty: the rule reads a count the launch has not set
 };
-GridDims evaluateGrid(const GridRule& rule, const GridCounts& counts, int sms);
+
+/// The grid of one launch: each axis from `counts` under its caps (`sms`: the GPU's SMs).
+/// An axis whose count is 0 is 0 (the launch has no work). Fails, naming the count, when
+/// the rule reads a count the launcher did not set.
+StatusOr<GridDims> evaluateGrid(const GridRule& rule, const GridCounts& counts, int sms);
 
 /// "tokens / 64", "kv_heads", "elements / 256 (<= 32 per SM)": one axis for messages and
 /// `ingot inspect`.

@@ -22,9 +22,9 @@ GridDims grid(const std::string& name, uint32_t threads, const GridCounts& count
   EXPECT_TRUE(rule) << name;
   if (!rule) return {};
   EXPECT_EQ(gridRuleProblem(*rule), "") << name;
-  GridDims d = evaluateGrid(*rule, counts, sms);
-  EXPECT_EQ(d.error, "") << name;
-  return d;
+  StatusOr<GridDims> d = evaluateGrid(*rule, counts, sms);
+  EXPECT_TRUE(d.ok()) << name << ": " << d.status().message();
+  return d.ok() ? *d : GridDims{};
 }
 
 TEST(LaunchGrid, QuantizedProductsTileTheirOutputs) {
@@ -126,9 +126,10 @@ TEST(LaunchGrid, ALaunchWithoutWorkHasAnEmptyAxis) {
 }
 
 TEST(LaunchGrid, ACountTheLaunchDoesNotGiveIsAnError) {
-  const GridDims d = evaluateGrid(*kernelGridRule("ingot_quant_gemm_fp8", 256),
-                                  GridCounts().set(GridCount::Features, 576), 132);
-  EXPECT_NE(d.error.find("'Rows'"), std::string::npos) << d.error;
+  const StatusOr<GridDims> d = evaluateGrid(*kernelGridRule("ingot_quant_gemm_fp8", 256),
+                                            GridCounts().set(GridCount::Features, 576), 132);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("'Rows'"), std::string::npos) << d.status().message();
 }
 
 TEST(LaunchGrid, BadRulesAndUnknownKernelsAreNamed) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/kernels/w8a8_params.h"
+#include "runtime/backend/cuda/cuda_ops.h"
 #include "runtime/backend/cuda/kernel_args.h"
 
 namespace ingot {
@@ -24,24 +25,8 @@ static_assert(CublasLt::kFp8Align == w8a8::kFp8Align, "one padding rule for GEMM
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Launches `k` on the backend's stream over the grid its rule gives for `counts` (nothing
-/// for an empty grid), once `args` match the parameters the artifact recorded for it
-/// (checkKernelArgs).
-Status launchKernel(CudaBackendState& s, const LoadedKernel& k, const GridCounts& counts,
-                    const KernelArgs& args, const std::string& what) {
-  INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
-  INGOT_ASSIGN_OR_RETURN(const GridDims g, launchGrid(k, counts, s.sms, what));
-  if (g.x == 0 || g.y == 0 || g.z == 0) return okStatus();
-  CUresult r = s.cu->launchKernel(k.function, g.x, g.y, g.z, k.block[0], k.block[1], k.block[2],
-                                  k.shared_bytes, s.stream, args.data(), nullptr);
-  if (r != CUDA_SUCCESS) return internalError(what + ": " + s.cu->describe("cuLaunchKernel", r));
-  return okStatus();
-}
-
-/// The counts of a launch over `rows` rows (and `elements` outputs, for the epilogue).
-GridCounts overRows(int64_t rows, int64_t elements = 0) {
-  return GridCounts().set(GridCount::Rows, rows).set(GridCount::Elements, elements);
-}
+/// The counts of a launch over `rows` rows.
+GridCounts overRows(int64_t rows) { return GridCounts().set(GridCount::Rows, rows); }
 
 /// $INGOT_CUDA_W8A8 over `min_rows`: "off"/"0" disables, a positive number is the threshold.
 StatusOr<int64_t> minRowsFromEnvironment(int64_t min_rows) {
@@ -320,8 +305,8 @@ Status enqueueFp8Linear(CudaBackendState& s, size_t step, CUdeviceptr x, CUdevic
   ep.rows = static_cast<int>(rows);
   ep.global_scale = q.global_scale;
   const KernelArgs eargs = kernelArgs(ep);
-  return launchKernel(s, st.epilogue, overRows(rows, rows * d.N), eargs,
-                      where + " (fp8 scale epilogue)");
+  return launchKernel(s, st.epilogue, overRows(rows).set(GridCount::Elements, rows * d.N),
+                      eargs, where + " (fp8 scale epilogue)");
 }
 
 std::string describeFp8Linears(const CudaBackendState& s) {

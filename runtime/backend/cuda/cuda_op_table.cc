@@ -36,14 +36,14 @@ CUdeviceptr CudaLaunch::slot(int32_t buffer) const {
   return s->buffers.slots[s->plan->buffers[buffer].slot].ptr();
 }
 
-Status CudaLaunch::launch(const LoadedKernel& k, const GridCounts& counts,
-                          const KernelArgs& args, const std::string& what) const {
+Status launchKernel(CudaBackendState& s, const LoadedKernel& k, const GridCounts& counts,
+                    const KernelArgs& args, const std::string& what) {
   INGOT_RETURN_IF_ERROR(checkKernelArgs(k, args, what));
-  INGOT_ASSIGN_OR_RETURN(const GridDims g, launchGrid(k, counts, s->sms, what));
+  INGOT_ASSIGN_OR_RETURN(const GridDims g, launchGrid(k, counts, s.sms, what));
   if (g.x == 0 || g.y == 0 || g.z == 0) return okStatus();
-  CUresult r = s->cu->launchKernel(k.function, g.x, g.y, g.z, k.block[0], k.block[1], k.block[2],
-                                   k.shared_bytes, s->stream, args.data(), nullptr);
-  if (r != CUDA_SUCCESS) return internalError(what + ": " + s->cu->describe("cuLaunchKernel", r));
+  CUresult r = s.cu->launchKernel(k.function, g.x, g.y, g.z, k.block[0], k.block[1], k.block[2],
+                                  k.shared_bytes, s.stream, args.data(), nullptr);
+  if (r != CUDA_SUCCESS) return internalError(what + ": " + s.cu->describe("cuLaunchKernel", r));
   return okStatus();
 }
 

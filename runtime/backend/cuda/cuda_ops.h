@@ -49,6 +49,12 @@ class WeightUploads {
   std::map<std::pair<const void*, bool>, CUdeviceptr> done_;
 };
 
+/// Launches `k` on the backend's stream, once `args` match the parameters the artifact
+/// recorded for it (checkKernelArgs), over the grid its rule (KernelDef.grid) gives for
+/// `counts` (nothing for an empty grid). Every kernel launch of the backend goes through it.
+Status launchKernel(CudaBackendState& s, const LoadedKernel& k, const GridCounts& counts,
+                    const KernelArgs& args, const std::string& what);
+
 /// One enqueueStep in progress: the step's shape, its packed inputs and error words on the
 /// device, and the launch helpers every op uses.
 struct CudaLaunch {
@@ -70,11 +76,11 @@ struct CudaLaunch {
   CUdeviceptr at(int64_t words) const { return inputs + static_cast<CUdeviceptr>(words) * 4; }
   /// The activation slot that holds `buffer`.
   CUdeviceptr slot(int32_t buffer) const;
-  /// Launches `k` on the backend's stream, once `args` match the parameters the artifact
-  /// recorded for it (checkKernelArgs), over the grid its rule (KernelDef.grid) gives for
-  /// `counts` (nothing for an empty grid).
+  /// launchKernel on this step's backend.
   Status launch(const LoadedKernel& k, const GridCounts& counts, const KernelArgs& args,
-                const std::string& what) const;
+                const std::string& what) const {
+    return launchKernel(*s, k, counts, args, what);
+  }
   /// y [rows, N] = x [rows, K] . w^T (+ bias) for a bf16 w: x rounded to bf16 first, the
   /// product through cuBLASLt.
   Status linear(CUdeviceptr x, const DeviceStep& d, CUdeviceptr y, int64_t rows,

@@ -191,8 +191,8 @@ StatusOr<GridDims> launchGrid(const LoadedKernel& k, const GridCounts& counts, i
     return failedPrecondition(what + ": kernel " + k.name +
                               " has no grid rule (an artifact older than format 1.5 with a "
                               "kernel of no family this runtime knows); recompile it");
-  GridDims dims = evaluateGrid(*k.grid, counts, sms);
-  if (!dims.error.empty()) return internalError(what + ": kernel " + k.name + ": " + dims.error);
+  StatusOr<GridDims> dims = evaluateGrid(*k.grid, counts, sms);
+  if (!dims.ok()) return dims.status().withPrefix(what + ": kernel " + k.name);
   return dims;
 }
 
