@@ -76,13 +76,16 @@ __device__ __forceinline__ float warpSum(float v) {
 /// warp w scores rows w, w + kWarps, ... (kRowsPerWarp of them, lane = key), and for P.V
 /// thread tid owns kCols columns of kRowsPerThread rows. Also the types of the per-thread
 /// register arrays of those shares and of the shared tiles (pagedDecode declares the tiles).
+/// The counts are enumerators: static constexpr members would be emitted as PTX globals.
 template <int D, int G>
 struct DecodeLayout {
   using Tile = DecodeTile<G>;
-  static constexpr int kRowsPerWarp = Tile::kRows / Tile::kWarps;
-  static constexpr int kCols = D > Tile::kThreads ? D / Tile::kThreads : 1;
-  static constexpr int kRowGroups = Tile::kThreads > D ? Tile::kThreads / D : 1;
-  static constexpr int kRowsPerThread = Tile::kRows / kRowGroups;
+  enum : int {
+    kRowsPerWarp = Tile::kRows / Tile::kWarps,
+    kCols = D > Tile::kThreads ? D / Tile::kThreads : 1,
+    kRowGroups = Tile::kThreads > D ? Tile::kThreads / D : 1,
+    kRowsPerThread = Tile::kRows / kRowGroups,
+  };
   static_assert(Tile::kThreads % D == 0 || D % Tile::kThreads == 0, "columns map onto threads");
 
   using WarpRows = float[kRowsPerWarp];           ///< one value per row of the warp
@@ -166,31 +169,15 @@ __device__ __forceinline__ void loadDecodeQuery(const PagedAttentionParams &p, c
   }
 }
 
-/// kVecOf<T> elements each of one key's K and V rows (at `base` and `base + vOffset`) to
-/// kDst / vDst as f32; zeros for a missing key (`present` false).
-template <typename T>
-__device__ __forceinline__ void stageKvVec(const T *cache, bool present, long long base,
-                                           long long vOffset, float *kDst, float *vDst) {
-  constexpr int kVec = kVecOf<T>;
-  float k[kVec], v[kVec];
-  if (present) {
-    loadVec(cache + base, k);
-    loadVec(cache + base + vOffset, v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) {
-    kDst[i] = k[i];
-    vDst[i] = v[i];
-  }
-}
-
 /// Gathers K and V rows of keys tileStart.. from their blocks into sK / sV as f32, 16-byte
-/// loads; missing keys are zeros (their weight is 0, and 0 * 0 keeps P.V finite).
+/// loads; missing keys are zeros (their weight is 0, and 0 * 0 keeps P.V finite). `cache`
+/// is p.kv_cache as T, read by pagedDecode before its loops.
+///
+/// This body and pagedDecode's are shaped so that NVRTC emits the same PTX and cubins as the
+/// kernel had when it was one function: the T path inline here (a helper of its own, or
+/// `cache` cast inside the loop, moves loads and blocks) and V's registers declared first.
 template <typename T, int D, int G, bool KvFp8>
-__device__ __forceinline__ void gatherDecodeKv(const PagedAttentionParams &p,
+__device__ __forceinline__ void gatherDecodeKv(const PagedAttentionParams &p, const T *cache,
                                                const DecodeRows<G> &rows, const int *blocks,
                                                long long rowStride, int tileStart, int tid,
                                                typename DecodeLayout<D, G>::KTile &sK,
@@ -219,8 +206,20 @@ __device__ __forceinline__ void gatherDecodeKv(const PagedAttentionParams &p,
       kvfp8::storeFp8Vec(kRaw, kScale, &sK[j][d]);
       kvfp8::storeFp8Vec(vRaw, vScale, &sV[j][d]);
     } else {
-      stageKvVec(static_cast<const T *>(p.kv_cache), kv < rows.keyEnd, base,
-                 static_cast<long long>(p.block_size) * rowStride, &sK[j][d], &sV[j][d]);
+      constexpr int kVec = kVecOf<T>;
+      float v[kVec], k[kVec];  // this order: see above
+      if (kv < rows.keyEnd) {
+        loadVec(cache + base, k);
+        loadVec(cache + base + static_cast<long long>(p.block_size) * rowStride, v);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) k[i] = v[i] = 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        sK[j][d + i] = k[i];
+        sV[j][d + i] = v[i];
+      }
     }
   }
 }
@@ -365,6 +364,7 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const DecodeRows<G> rows(p);
   const T *q = static_cast<const T *>(p.q);
+  const T *cache = static_cast<const T *>(p.kv_cache);
   const int *blocks = p.block_tables + static_cast<long long>(rows.b) * p.max_blocks;
   const long long rowStride = static_cast<long long>(p.num_kv_heads) * D;  // one slot's row
 
@@ -382,7 +382,7 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
 
     for (int tileStart = rows.keyBegin; tileStart < rows.keyEnd; tileStart += kKeys) {
       __syncthreads();  // the previous tile's K, V and P are consumed
-      gatherDecodeKv<T, D, G, KvFp8>(p, rows, blocks, rowStride, tileStart, tid, sK, sV);
+      gatherDecodeKv<T, D, G, KvFp8>(p, cache, rows, blocks, rowStride, tileStart, tid, sK, sV);
       __syncthreads();
       float s[L::kRowsPerWarp];
       scoreDecodeTile<V, D, G>(p, ops, rows, rowBase, tileStart, lane, warp, sQ, sK, s);
