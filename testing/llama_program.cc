@@ -100,6 +100,8 @@ class Builder {
     }
     return writer_.addTensor(std::move(spec), std::move(data));
   }
+  /// The program's input buffers (addInputBuffers below).
+  std::vector<int32_t> addInputBuffers();
   /// A quantized [n, k] linear weight (o_.linear_quant) and its scale tensors; returns the
   /// tensor indices, the matrix first.
   std::vector<int32_t> quantizedWeight(const std::string& name, int64_t n, int64_t k);
@@ -394,18 +396,14 @@ std::vector<int32_t> Builder::addQuantized(const std::string& name, QuantDraws& 
   return out;
 }
 
-StatusOr<std::vector<uint8_t>> Builder::build() {
-  const int64_t D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
-  writer_.setModelConfig(llamaModelConfig(o_));
-  if (o_.dummy_weights) writer_.setDummyWeights(o_.seed);
-
-  program_.name = "step";
+/// The eight step inputs, then the extra attention inputs; returns the extras' buffers.
+std::vector<int32_t> Builder::addInputBuffers() {
   const char* inputs[] = {"tokens", "positions", "kv_cache", "block_tables",
                           "seq_lens", "query_start", "slot_mapping", "logit_rows"};
   for (int i = 0; i < 8; ++i) {
     Buffer b{inputs[i], BufferKind::Input, DType::I32, {-1}};
     if (i == 2) b = {inputs[i], BufferKind::KvCache, o_.kv_dtype,
-                     {-1, o_.layers, 2, o_.block_size, Hk, Dh}};
+                     {-1, o_.layers, 2, o_.block_size, o_.kv_heads, o_.head_dim}};
     if (i == 3) b.shape = {-1, -1};
     program_.buffers.push_back(b);
   }
@@ -417,6 +415,16 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
                                 std::vector<int64_t>(o_.extra_input_ranks[i], -1)});
     extras.push_back(static_cast<int32_t>(program_.buffers.size() - 1));
   }
+  return extras;
+}
+
+StatusOr<std::vector<uint8_t>> Builder::build() {
+  const int64_t D = o_.hidden, Dh = o_.head_dim, H = o_.heads, Hk = o_.kv_heads;
+  writer_.setModelConfig(llamaModelConfig(o_));
+  if (o_.dummy_weights) writer_.setDummyWeights(o_.seed);
+
+  program_.name = "step";
+  const std::vector<int32_t> extras = addInputBuffers();
 
   AttentionVariant variant;
   variant.name = "variant0";
@@ -429,6 +437,8 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
 
   const int32_t embed = weight("model.embed_tokens.weight", {o_.vocab, D}, false);
   int32_t h = step(OpKind::Embedding, {0}, D, {embed}, {}, "embedding");
+  if (o_.embedding_scale != 1.0f)
+    h = step(OpKind::Scale, {h}, D, {}, {{"factor", 0, o_.embedding_scale}}, "embedding_scale");
   const std::vector<Param> eps = {{"epsilon", 0, o_.rms_eps}};
   for (int32_t l = 0; l < o_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

@@ -29,6 +29,8 @@ struct LlamaProgramOptions {
   int64_t max_context = 512;
   double rope_theta = 10000.0;
   float rms_eps = 1e-5f;
+  /// Not 1: a scale step by this after the embedding (Gemma's scaled embeddings).
+  float embedding_scale = 1.0f;
   bool tie_embeddings = true;
   /// q/k/v biases (Qwen2 style).
   bool qkv_bias = false;
@@ -91,6 +93,9 @@ struct LlamaProgramOptions {
   /// With fake_cuda_kernels: also the W8A8 quantizing producers (ingot_fp8_rms_norm_quant,
   /// ingot_fp8_silu_mul_quant); false gives an artifact compiled before them.
   bool fake_fp8_producer_kernels = false;
+  /// With fake_cuda_kernels and an embedding_scale: also the scale kernel (false: an
+  /// artifact whose scale step has no kernel).
+  bool fake_scale_kernel = true;
   /// With fake_cuda_kernels: the entry-point parameter sizes recorded for these kernels
   /// (KernelDef.param_bytes, which every launch is checked against); the others record none.
   std::map<std::string, std::vector<uint32_t>> fake_kernel_param_bytes;

@@ -16,6 +16,7 @@ const char *opName(FusedOp op) {
   case FusedOp::kGatherRows: return "gather_rows";
   case FusedOp::kSample: return "sample";
   case FusedOp::kKvWriteFp8: return "kv_write_fp8";
+  case FusedOp::kScale: return "scale";
   }
   return "unknown";
 }
@@ -46,6 +47,9 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
   case FusedOp::kAddBias:
     return bounds + "(" + t + " *x, const float *bias, long rows, int width) {\n"
            "  ingot::fused::addBiasRows<" + t + ">(x, bias, rows, width);\n}\n";
+  case FusedOp::kScale:
+    return bounds + "(const " + t + " *in, " + t + " *out, float factor, long count) {\n"
+           "  ingot::fused::scaleElements<" + t + ">(in, out, factor, count);\n}\n";
   case FusedOp::kToBf16:
     return bounds + "(const " + t + " *in, __nv_bfloat16 *out, long count) {\n"
            "  ingot::fused::convertToBf16<" + t + ">(in, out, count);\n}\n";
@@ -74,7 +78,7 @@ const std::vector<FusedOp> &allFusedOps() {
       FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite, FusedOp::kSiluMul,
       FusedOp::kEmbedding,       FusedOp::kAdd,         FusedOp::kAddBias,
       FusedOp::kToBf16,          FusedOp::kGatherRows,  FusedOp::kSample,
-      FusedOp::kKvWriteFp8};
+      FusedOp::kKvWriteFp8,      FusedOp::kScale};
   return ops;
 }
 

@@ -36,6 +36,8 @@ namespace ingot::codegen {
 ///                     kvfp8::kvFp8WriteGridY(runs)); args
 ///                     (kvfp8::KvFp8WriteParams, kernels/kv_fp8.cuh): K and V rows
 ///                     appended to an fp8 pool, the CPU's bytes exactly
+///   kScale:           grid fusedGridSize(count); args (const T *in, T *out, float factor,
+///                     long count): out = in * factor (f32 product), out may alias in
 /// fusedGridSize (kernels/fused_ops.cuh) = min(ceil(count / 256), 65535 * 4), at least 1;
 /// any other grid is correct too (grid-stride loops), just not the tuned choice.
 enum class FusedOp {
@@ -49,9 +51,11 @@ enum class FusedOp {
   kGatherRows,
   kSample,
   kKvWriteFp8,
+  kScale,
 };
 
-/// Every op, in declaration order.
+/// Every op, in declaration order. kKvWriteFp8 and kScale go into a unit only where a module
+/// needs them (compiler/driver/FusedKernels.cpp), so other artifacts keep their units' bytes.
 const std::vector<FusedOp> &allFusedOps();
 
 /// Whether `op` has an entry point for `dtype` (kSample and kKvWriteFp8 have only f32 ones).

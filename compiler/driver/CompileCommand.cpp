@@ -472,6 +472,7 @@ FusedKernelSelection fusedKernelSelection(const KernelSelection &selection) {
     fused.dtypes.push_back(type == "bf16" ? codegen::AttentionDtype::kBF16
                                           : codegen::AttentionDtype::kF32);
   fused.kvWriteFp8 = selection.fusedKvWriteFp8;
+  fused.scale = selection.fusedScale;
   return fused;
 }
 

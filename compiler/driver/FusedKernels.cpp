@@ -34,9 +34,12 @@ Status addFusedKernels(ArtifactWriter &writer, const FusedKernelSelection &selec
     std::vector<codegen::FusedOp> ops;
     std::string name, source;
   };
-  // The fp8 KV write only where a program's KV cache is fp8 (`--kv-dtype fp8`).
+  // The fp8 KV write only where a program's KV cache is fp8 (`--kv-dtype fp8`), the scale
+  // only where a step scales: other artifacts keep the units (and binaries) they had.
   auto wanted = [&](codegen::FusedOp op) {
-    return op != codegen::FusedOp::kKvWriteFp8 || selection.kvWriteFp8;
+    if (op == codegen::FusedOp::kKvWriteFp8) return selection.kvWriteFp8;
+    if (op == codegen::FusedOp::kScale) return selection.scale;
+    return true;
   };
   std::vector<Unit> units;
   for (codegen::AttentionDtype dtype : dtypes) {

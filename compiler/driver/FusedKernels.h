@@ -2,8 +2,8 @@
 //
 // The compile stage beside the attention kernels that gives an artifact the CUDA backend's
 // fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh: rms_norm + residual, rope +
-// KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows) for the element types
-// of its programs' activations, and the f32 token sampling kernel (kernels/sampling.cuh).
+// KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows, scale) for the element
+// types of its programs' activations, and the f32 token sampling kernel (kernels/sampling.cuh).
 // Plain C++ (no MLIR).
 //
 //===----------------------------------------------------------------------===//
@@ -25,13 +25,15 @@ struct FusedKernelSelection {
   std::vector<codegen::AttentionDtype> dtypes;
   /// A KV cache holds fp8 codes: the f32 fp8 KV write is added.
   bool kvWriteFp8 = false;
+  /// A step scales (ingot.scale): the scale kernel is added for each type.
+  bool scale = false;
 };
 
 /// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
 /// for each of `selection.dtypes` that has one (codegen::fusedOpHasEntryPoint), plus the f32
-/// sampling kernel whatever the activations' type (and the f32 fp8 KV write only with
-/// `selection.kvWriteFp8`), as a KernelDef of 256 threads without dynamic shared memory,
-/// whenever `options.targets` is not empty. All entry points of one element type come from
+/// sampling kernel whatever the activations' type (the f32 fp8 KV write only with
+/// `selection.kvWriteFp8`, the scale kernel only with `selection.scale`), as a KernelDef of
+/// 256 threads without dynamic shared memory, whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once
 /// (docs/artifact-format.md, "Fused kernels"). The runtime finds them by name; no step links

@@ -29,6 +29,8 @@ inline constexpr const char *kCudaTargetsAttr = "ingot.cuda_targets";
 inline constexpr const char *kFusedKernelsAttr = "ingot.fused_kernels";
 /// On the module (unit): a KV cache holds fp8 codes, so the fp8 KV write is needed.
 inline constexpr const char *kFusedKvWriteFp8Attr = "ingot.fused_kv_write_fp8";
+/// On the module (unit): a step scales (`ingot.scale`), so the scale kernel is needed.
+inline constexpr const char *kFusedScaleAttr = "ingot.fused_scale";
 /// On the module: the quantized GEMV kernels' names (array of strings).
 inline constexpr const char *kQuantKernelsAttr = "ingot.quant_kernels";
 /// On the module (unit): a linear holds fp8 weights, so the W8A8 kernels are needed.
@@ -47,6 +49,7 @@ struct KernelSelection {
   /// "f32" and/or "bf16", f32 first.
   std::vector<std::string> fusedTypes;
   bool fusedKvWriteFp8 = false;
+  bool fusedScale = false;
   /// The quantized GEMV kernels' names ("ingot_quant_gemv_int4min_f16", ...).
   std::vector<std::string> quantKernels;
   bool w8a8Kernels = false;

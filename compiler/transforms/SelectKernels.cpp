@@ -61,7 +61,7 @@ public:
         return signalPassFailure();
       }
     for (llvm::StringRef name : {kCudaTargetsAttr, kFusedKernelsAttr, kFusedKvWriteFp8Attr,
-                                 kQuantKernelsAttr, kW8a8KernelsAttr})
+                                 kFusedScaleAttr, kQuantKernelsAttr, kW8a8KernelsAttr})
       module->removeAttr(name);
     llvm::SmallVector<mlir::func::FuncOp> steps = findStepFunctions(module);
     if (steps.empty())
@@ -109,9 +109,10 @@ private:
   }
 
   /// The fused kernels' element types: those of the steps' intermediate values (results of
-  /// step ops that are neither returned nor the KV cache), f32 first.
+  /// step ops that are neither returned nor the KV cache), f32 first; and the kernels only
+  /// some modules need (the fp8 KV write, the scale).
   static void selectFusedKernels(mlir::ModuleOp module, llvm::ArrayRef<mlir::func::FuncOp> steps) {
-    bool f32 = false, bf16 = false, kvFp8 = false;
+    bool f32 = false, bf16 = false, kvFp8 = false, scale = false;
     for (mlir::func::FuncOp step : steps) {
       for (mlir::Type t : step.getArgumentTypes())
         if (auto cache = llvm::dyn_cast<mlir::ingot::KvCacheType>(t))
@@ -122,6 +123,7 @@ private:
           returned.insert(op.operand_begin(), op.operand_end());
       }
       for (mlir::Operation &op : step.getBody().front()) {
+        scale |= llvm::isa<mlir::ingot::ScaleOp>(op);
         if (llvm::isa<mlir::ingot::WeightOp, mlir::ingot::KvWriteOp>(op))
           continue;
         for (mlir::Value r : op.getResults()) {
@@ -142,6 +144,8 @@ private:
     module->setAttr(kFusedKernelsAttr, b.getArrayAttr(types));
     if (kvFp8)
       module->setAttr(kFusedKvWriteFp8Attr, b.getUnitAttr());
+    if (scale)
+      module->setAttr(kFusedScaleAttr, b.getUnitAttr());
   }
 
   /// The GEMV kernel that reads `op`'s quantized `weight` (with its `scales`), or an error
@@ -305,6 +309,7 @@ KernelSelection readKernelSelection(mlir::ModuleOp module) {
       if (auto type = llvm::dyn_cast<mlir::TypeAttr>(t))
         selection.fusedTypes.push_back(lowerCaseType(type.getValue()));
   selection.fusedKvWriteFp8 = module->hasAttr(kFusedKvWriteFp8Attr);
+  selection.fusedScale = module->hasAttr(kFusedScaleAttr);
   if (auto names = module->getAttrOfType<mlir::ArrayAttr>(kQuantKernelsAttr))
     for (mlir::Attribute n : names)
       if (auto s = llvm::dyn_cast<mlir::StringAttr>(n))

@@ -142,6 +142,7 @@ schema::OpKind stepKind(mlir::Operation *op) {
       .Case("ingot.silu_mul", schema::OpKind::SiluMul)
       .Case("ingot.gelu_mul", schema::OpKind::GeluMul)
       .Case("ingot.add", schema::OpKind::Add)
+      .Case("ingot.scale", schema::OpKind::Scale)
       .Case("ingot.logits", schema::OpKind::Logits)
       .Case("ingot.all_reduce", schema::OpKind::AllReduce)
       .Case("ingot.all_gather", schema::OpKind::AllGather)

@@ -42,6 +42,8 @@ InPlacePairs inPlacePairs(schema::OpKind kind) {
   switch (kind) {
     case schema::OpKind::AddRmsNorm:  // the sum may overwrite the residual (input 1)
       return {1, -1, -1};
+    case schema::OpKind::Scale:  // the product over its input
+      return {0, -1, -1};
     case schema::OpKind::RopeKvWrite:  // the rotated queries and keys over the queries and keys
       return {0, 1, -1};
     default:

@@ -38,6 +38,18 @@ TEST(SlotPlan, AddRmsNormWritesTheSumOverADyingResidual) {
   EXPECT_TRUE(checkSlots(buffers(4), steps, plan.slot).ok());
 }
 
+TEST(SlotPlan, ScaleWritesOverItsDyingInputOnly) {
+  // %2 = add(%0, %1); %3 = scale(%2); %4 = scale(%3); %5 = add(%3, %4)
+  const std::vector<SlotStep> steps = {{OpKind::Add, {0, 1}, {2}},
+                                       {OpKind::Scale, {2}, {3}},
+                                       {OpKind::Scale, {3}, {4}},
+                                       {OpKind::Add, {3, 4}, {5}}};
+  const SlotPlan plan = planSlots(buffers(4), steps);
+  EXPECT_EQ(plan.slot[3], plan.slot[2]) << "%2 dies at the first scale";
+  EXPECT_NE(plan.slot[4], plan.slot[3]) << "%3 is read again by the last add";
+  EXPECT_TRUE(checkSlots(buffers(4), steps, plan.slot).ok());
+}
+
 TEST(SlotPlan, NoInPlaceWhenTheInputIsReadLaterTwiceOrOfAnotherWidth) {
   // The residual %2 is read again by step 2.
   std::vector<SlotStep> steps = {{OpKind::Add, {0, 1}, {2}},

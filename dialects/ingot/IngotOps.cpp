@@ -1,6 +1,8 @@
 // Verifiers of the ingot ops outside attention: shapes and element types of each block.
 #include "dialects/ingot/IngotDialect.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -321,6 +323,16 @@ LogicalResult SiluMulOp::verify() { return verifyElementwise(*this); }
 LogicalResult GeluMulOp::verify() { return verifyElementwise(*this); }
 
 LogicalResult AddOp::verify() { return verifyElementwise(*this); }
+
+LogicalResult ScaleOp::verify() {
+  if (!std::isfinite(getFactor().convertToFloat()))
+    return emitOpError() << "factor must be finite, got " << getFactor().convertToFloat();
+  return verifyElementwise(*this);
+}
+
+OpFoldResult ScaleOp::fold(FoldAdaptor) {
+  return getFactor().convertToFloat() == 1.0f ? getInput() : Value();
+}
 
 LogicalResult LogitsOp::verify() {
   if (failed(verifyRows(*this, getHidden().getType(), "hidden")) ||

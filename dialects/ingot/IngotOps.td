@@ -353,6 +353,24 @@ def Ingot_AddOp : Ingot_Op<"add", [Pure, Commutative, SameOperandsAndResultType]
   let hasVerifier = 1;
 }
 
+def Ingot_ScaleOp : Ingot_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise product with a constant";
+  let description = [{
+    `result = input * factor` for a `[tokens, features]` tensor, computed in f32 and
+    rounded once to the element type (Gemma's embeddings times sqrt(hidden size)). A
+    factor of 1 folds away; `factor` must be finite.
+
+    ```mlir
+    %h = ingot.scale %e {factor = 25.2982216 : f32} : tensor<?x640xf32>
+    ```
+  }];
+  let arguments = (ins Ingot_FloatTensor:$input, F32Attr:$factor);
+  let results = (outs Ingot_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Ingot_LogitsOp : Ingot_Op<"logits", [Pure]> {
   let summary = "Projects selected token rows onto the vocabulary";
   let description = [{

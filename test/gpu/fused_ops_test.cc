@@ -1,7 +1,7 @@
 // The fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh) on a GPU against the CPU
 // backend's ops: rms_norm with the residual add, rope in place plus the paged KV write (a
-// padding token included), silu_mul, the embedding gather with invalid token ids, add (also
-// in place), add_bias, the to_bf16 cast (ties, NaN, overflow) and the logits-row gather;
+// padding token included), silu_mul, the embedding gather with invalid token ids, add and
+// scale (also in place), add_bias, the to_bf16 cast (ties, NaN, overflow) and the logits-row gather;
 // f32 and bf16, through the cubin and the compute_80 PTX JIT, on fresh random inputs with
 // poisoned outputs. Label `gpu`: skips, saying why, without a driver or a device.
 #include <algorithm>
@@ -303,6 +303,24 @@ TEST_P(FusedOpsGpuTest, AddInPlaceAndOutOfPlace) {
   void *inPlace[] = {&da, &db, &da, &count};  // out aliases a: the residual add
   launch(FusedOp::kAdd, fused::fusedGridSize(count), inPlace);
   ASSERT_EQ(download(da, n), want) << "add in place";
+}
+
+TEST_P(FusedOpsGpuTest, ScaleInPlaceAndOutOfPlace) {
+  const long n = 3 * 1536 + 5;
+  std::vector<float> x = randomValues(rng, n, bf16, 2.0f);
+  long count = n;
+  for (float factor : {25.298221f, -0.375f}) {  // sqrt(640), Gemma 3 270M's embedding scale
+    std::vector<float> want(n, NAN);
+    scaleRange(x.data(), factor, want.data(), 0, n);
+    for (float &f : want) f = round(f);
+    CUdeviceptr dx = uploadValues(x), dout = poisoned(n);
+    void *args[] = {&dx, &dout, &factor, &count};
+    launch(FusedOp::kScale, 3, args);  // a grid smaller than the range: grid-stride loop
+    ASSERT_EQ(download(dout, n), want) << "scale by " << factor;
+    void *inPlace[] = {&dx, &dx, &factor, &count};
+    launch(FusedOp::kScale, fused::fusedGridSize(count), inPlace);
+    ASSERT_EQ(download(dx, n), want) << "scale by " << factor << " in place";
+  }
 }
 
 TEST_P(FusedOpsGpuTest, AddBiasToEveryRow) {

@@ -207,6 +207,16 @@ __device__ void addElements(const T *a, const T *b, T *out, long count) {
     store(out, i, load(a, i) + load(b, i));
 }
 
+/// out[i] = in[i] * factor over `count` elements (f32 product, stored in T), grid-stride;
+/// out may alias in.
+template <class T>
+__device__ void scaleElements(const T *in, T *out, float factor, long count) {
+  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
+  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
+       i += stride)
+    store(out, i, load(in, i) * factor);
+}
+
 /// x[r, c] += bias[c] in place over a row-major [rows, width] matrix, grid-stride over
 /// rows * width elements (the f32 bias of a linear layer added to its output).
 template <class T>

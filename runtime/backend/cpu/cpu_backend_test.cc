@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -363,6 +364,17 @@ TEST(CpuBackendTest, AGatedLinearWithAnUnknownActivationIsRefusedAtLoad) {
   ASSERT_FALSE(backend.ok());
   EXPECT_NE(backend.status().message().find(
                 "(GatedLinear): param activation must be 0 (silu) or 1 (gelu), found 7"),
+            std::string::npos)
+      << backend.status().message();
+}
+
+TEST(CpuBackendTest, AScaleStepWithANonFiniteFactorIsRefusedAtLoad) {
+  LlamaProgramOptions o;
+  o.embedding_scale = std::numeric_limits<float>::infinity();
+  const Artifact a = openLlama(o);
+  StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::create(a, CpuBackendOptions{});
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.status().message().find("(Scale): its factor inf is not a finite f32"),
             std::string::npos)
       << backend.status().message();
 }

@@ -153,4 +153,8 @@ void addRange(const float* a, const float* b, float* out, int64_t begin, int64_t
   for (int64_t i = begin; i < end; ++i) out[i] = a[i] + b[i];
 }
 
+void scaleRange(const float* in, float factor, float* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) out[i] = in[i] * factor;
+}
+
 }  // namespace ingot

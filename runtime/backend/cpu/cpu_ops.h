@@ -57,5 +57,7 @@ void siluMulRange(const float* gate, const float* up, float* out, int64_t begin,
 void geluMulRange(const float* gate, const float* up, float* out, int64_t begin, int64_t end);
 /// out[i] = a[i] + b[i].
 void addRange(const float* a, const float* b, float* out, int64_t begin, int64_t end);
+/// out[i] = in[i] * factor; out may be in.
+void scaleRange(const float* in, float factor, float* out, int64_t begin, int64_t end);
 
 }  // namespace ingot

@@ -59,6 +59,7 @@ struct PlannedStep {
   const float* bias = nullptr;    ///< linear bias, layer_norm beta
   const float* norm = nullptr;    ///< rms_norm / layer_norm gamma
   float epsilon = 1e-5f;
+  float factor = 1.0f;            ///< scale: the constant
   std::vector<float> inv_freq;    ///< rope
   int64_t num_heads = 0;
   int64_t head_dim = 0;

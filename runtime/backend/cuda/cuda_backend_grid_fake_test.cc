@@ -1,7 +1,8 @@
 // CudaBackend over the fake libcuda: every launch's grid is the artifact's rule
 // (KernelDef.grid) evaluated on the step's counts, an artifact without rules (format 1.4)
 // gets the same grids from the kernels' families, and a rule the launch cannot evaluate is
-// an error naming the step and the kernel.
+// an error naming the step and the kernel. A scale step launches its kernel, or is refused
+// at load where the artifact lacks it.
 #include <random>
 #include <string>
 #include <vector>
@@ -112,6 +113,39 @@ TEST_F(CudaBackendGridFakeTest, ARuleReadingACountTheLaunchDoesNotHaveFailsTheSt
             std::string::npos)
       << failed.message();
   EXPECT_NE(failed.message().find("step "), std::string::npos) << failed.message();
+}
+
+TEST_F(CudaBackendGridFakeTest, AScaleStepLaunchesItsKernelOverTheStepsElements) {
+  testing::LlamaProgramOptions o;
+  o.embedding_scale = 25.298221f;
+  // (in, out, factor, count): the launch's arguments are checked against these sizes.
+  o.fake_kernel_param_bytes = {{"ingot_fused_scale_f32", {8, 8, 4, 8}}};
+  const std::vector<Launch> ls = run(o);
+  std::vector<const Launch*> scales;
+  for (const Launch& l : ls)
+    if (l.name == "ingot_fused_scale_f32") scales.push_back(&l);
+  ASSERT_EQ(scales.size(), 4u) << "one per step: the prefill and three decode steps";
+  EXPECT_EQ(scales[0]->dims[0], 9u) << "36 tokens x 64 features, 256 per CTA";
+  EXPECT_EQ(scales[3]->dims[0], 1u) << "3 tokens x 64 features";
+  EXPECT_EQ(scales[0]->dims[3], 256u);
+  EXPECT_TRUE(scales[3]->fromGraph) << "a decode graph replays the scale too";
+  EXPECT_EQ(ls[1].name, "ingot_fused_scale_f32") << "right after the embedding";
+}
+
+TEST_F(CudaBackendGridFakeTest, AScaleStepWithoutItsKernelIsRefusedAtLoadNamingIt) {
+  testing::LlamaProgramOptions o;
+  o.embedding_scale = 2.0f;
+  o.fake_cuda_kernels = true;
+  o.fake_scale_kernel = false;  // compiled by a compiler without the scale kernel
+  auto a = tinyLlama(o);
+  CudaBackendOptions options;
+  options.num_kv_blocks = 8;
+  options.kernels.ptx_cache_dir = "none";
+  StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("step 1 (scale) needs CUDA kernel ingot_fused_scale_f32"),
+            std::string::npos)
+      << b.status().message();
 }
 
 }  // namespace

@@ -103,6 +103,8 @@ struct DeviceStep {
   LoadedKernel gemm;
   LoadedKernel attention;    ///< the step's decode kernel
   LoadedKernel combine;      ///< its split combine
+  /// scale: its fused kernel, which only artifacts with a scale step carry.
+  LoadedKernel elementwise;
   /// gated_linear: its gate and up linears, each as a linear step holds them.
   std::vector<DeviceStep> parts;
 };

@@ -22,6 +22,7 @@ const std::vector<CudaOpDefinition>& cudaOpDefinitions() {
       {OpKind::AddRmsNorm, nullptr, uploadRmsNormCuda, enqueueAddRmsNormCuda},
       {OpKind::RopeKvWrite, nullptr, uploadRopeCuda, enqueueRopeKvWriteCuda},
       {OpKind::GatedLinear, resolveGatedLinearCuda, uploadGatedLinearCuda, enqueueGatedLinearCuda},
+      {OpKind::Scale, resolveScaleCuda, nullptr, enqueueScaleCuda},
   };
   return table;
 }

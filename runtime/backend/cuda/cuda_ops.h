@@ -127,6 +127,8 @@ Status enqueueRopeKvWriteCuda(const CudaLaunch& l, const PlannedStep& p, const D
 Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
+Status resolveScaleCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
+Status enqueueScaleCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
 Status uploadLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);

@@ -1,6 +1,6 @@
 // The CUDA definitions of the ops that run as fused elementwise kernels: embedding,
 // rms_norm and add_rms_norm (one kernel), rope and kv_write (one rope + KV-write kernel; fp8 pools have their own write),
-// silu_mul and add.
+// silu_mul, add and scale.
 #include <algorithm>
 
 #include "core/kernels/fused_params.h"
@@ -242,6 +242,23 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
   const KernelArgs args = kernelArgs(x, y, out, count);
   return l.launch(silu ? s.fused.silu_mul : s.fused.add, overElements(count), args,
                   l.where + (silu ? " (silu_mul)" : " (add)"));
+}
+
+Status resolveScaleCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
+  const char* name = "ingot_fused_scale_f32";
+  if (!s.modules->has(name))
+    return notFound("step " + std::to_string(index) + " (scale) needs CUDA kernel " + name +
+                    ", which the artifact lacks; recompile it with --cuda-targets");
+  INGOT_ASSIGN_OR_RETURN(s.steps[index].elementwise, s.modules->find(name));
+  return okStatus();
+}
+
+Status enqueueScaleCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+  const long long count =
+      static_cast<long long>(l.tokens()) * l.s->plan->buffers[p.outputs[0]].width;
+  CUdeviceptr in = l.slot(p.inputs[0]), out = l.slot(p.outputs[0]);
+  const KernelArgs args = kernelArgs(in, out, p.factor, count);
+  return l.launch(d.elementwise, overElements(count), args, l.where + " (scale)");
 }
 
 }  // namespace ingot

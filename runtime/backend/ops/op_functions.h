@@ -36,6 +36,8 @@ Status planAttention(StepPlanner& p, PlannedStep& step);
 Status runAttentionCpu(CpuStep& cpu, const PlannedStep& step);
 Status planElementwise(StepPlanner& p, PlannedStep& step);  // silu_mul, gelu_mul, add
 Status runElementwiseCpu(CpuStep& cpu, const PlannedStep& step);
+Status planScale(StepPlanner& p, PlannedStep& step);
+Status runScaleCpu(CpuStep& cpu, const PlannedStep& step);
 Status planCollective(StepPlanner& p, PlannedStep& step);  // all_reduce, all_gather
 Status runCollectiveCpu(CpuStep& cpu, const PlannedStep& step);
 

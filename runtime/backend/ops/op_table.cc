@@ -26,6 +26,7 @@ const std::vector<OpDefinition>& opDefinitions() {
       {OpKind::AddRmsNorm, planAddRmsNorm, runAddRmsNormCpu},
       {OpKind::RopeKvWrite, planRopeKvWrite, runRopeKvWriteCpu},
       {OpKind::GatedLinear, planGatedLinear, runGatedLinearCpu},
+      {OpKind::Scale, planScale, runScaleCpu},
   };
   return table;
 }

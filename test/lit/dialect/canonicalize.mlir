@@ -1,4 +1,4 @@
-// Canonicalization of ingot.attention regions: each function shows one rewrite (or one
+// Canonicalization of ingot.attention regions and ingot.scale: each function shows one rewrite (or one
 // region that must stay).
 // RUN: ingot-opt %s -canonicalize -split-input-file | FileCheck %s
 
@@ -229,4 +229,19 @@ func.func @keep_real_scores(%q: tensor<?x64xf32>, %c: !cache, %bt: tensor<?x?xi3
     ingot.yield %r : f32
   }
   return %o, %p : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// A scale by 1 folds to its input; any other factor stays (two scales are not merged:
+// x * a * b and x * (a * b) round differently).
+// CHECK-LABEL: func.func @scale_by_one
+// CHECK-NEXT: %[[S:.*]] = ingot.scale %arg0 {factor = 2.000000e+00 : f32} : tensor<?x64xf32>
+// CHECK-NEXT: %[[T:.*]] = ingot.scale %[[S]] {factor = 3.000000e+00 : f32} : tensor<?x64xf32>
+// CHECK-NEXT: return %arg0, %[[T]]
+func.func @scale_by_one(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %a = ingot.scale %x {factor = 1.0 : f32} : tensor<?x64xf32>
+  %b = ingot.scale %x {factor = 2.0 : f32} : tensor<?x64xf32>
+  %c = ingot.scale %b {factor = 3.0 : f32} : tensor<?x64xf32>
+  return %a, %c : tensor<?x64xf32>, tensor<?x64xf32>
 }

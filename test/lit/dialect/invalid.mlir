@@ -1354,3 +1354,30 @@ func.func @f(%x: tensor<?x32xf32>, %w: tensor<16x32xui4>, %s: tensor<16x1xf16>, 
   %y = ingot.gated_linear %x, %w, %w gate_scales(%s, %s : tensor<16x1xf16>, tensor<16x1xf16>) up_scales(%t, %t : tensor<16x1xf32>, tensor<16x1xf32>) {activation = "silu", quant = #ingot.quant<int4, group_size = 32, min>} : tensor<?x32xf32>, tensor<16x32xui4>, tensor<16x32xui4> -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+// scale: the factor must be finite
+func.func @f(%a: tensor<?x128xf32>) {
+  // expected-error @+1 {{'ingot.scale' op factor must be finite, got INF}}
+  %y = ingot.scale %a {factor = 0x7F800000 : f32} : tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// scale: the factor is an f32 attribute (ODS)
+func.func @f(%a: tensor<?x128xf32>) {
+  // expected-error @+1 {{'ingot.scale' op attribute 'factor' failed to satisfy constraint: 32-bit float attribute}}
+  %y = ingot.scale %a {factor = 2 : i32} : tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// scale: one type, not merely compatible shapes
+func.func @f(%a: tensor<4x128xf32>) {
+  // expected-error @+1 {{'ingot.scale' op expects operands and result of one type (a static token count must be spelled on every one)}}
+  %y = "ingot.scale"(%a) {factor = 2.0 : f32} : (tensor<4x128xf32>) -> tensor<?x128xf32>
+  return
+}

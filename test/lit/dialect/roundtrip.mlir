@@ -232,6 +232,8 @@ func.func @elementwise_and_logits(%a: tensor<?x128xf32>, %b: tensor<?x128xf32>, 
   %1 = ingot.gelu_mul %a, %b : tensor<?x128xf32>
   // CHECK: ingot.add %{{.*}}, %{{.*}} : tensor<?x64xf32>
   %2 = ingot.add %h, %r : tensor<?x64xf32>
+  // CHECK: ingot.scale %{{.*}} {factor = 2.500000e-01 : f32} : tensor<?x64xf32>
+  %sc = ingot.scale %2 {factor = 0.25 : f32} : tensor<?x64xf32>
   %w = ingot.weight "lm_head.weight" {handle = 0 : i64} : tensor<256x64xf32>
   // CHECK: ingot.logits %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<256x64xf32>, tensor<?xi32> -> tensor<?x256xf32>
   %3 = ingot.logits %2, %w, %rows : tensor<?x64xf32>, tensor<256x64xf32>, tensor<?xi32> -> tensor<?x256xf32>

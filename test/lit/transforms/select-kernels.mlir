@@ -1,7 +1,8 @@
 // ingot-select-kernels records which CUDA kernels the artifact carries for the targets: the
 // module's targets, the fused kernels' element types (those of the step's intermediate
-// values, f32 first; not the returned logits, not the weights) and the fp8 KV write when a
-// cache holds fp8 codes; each attention op's decode kernel, or why none takes its shape.
+// values, f32 first; not the returned logits, not the weights), the fp8 KV write when a
+// cache holds fp8 codes and the scale kernel when a step scales; each attention op's decode
+// kernel, or why none takes its shape.
 // Without targets it records nothing and removes an earlier run's choices.
 // RUN: ingot-opt %s --split-input-file --ingot-specialize-attention --ingot-select-kernels=targets=sm_90a,simt | FileCheck %s
 // RUN: ingot-opt %s --split-input-file --ingot-specialize-attention --ingot-select-kernels=targets=sm_90a,simt | ingot-opt --split-input-file --ingot-select-kernels | FileCheck %s --check-prefix=NONE
@@ -9,6 +10,7 @@
 // NONE-NOT: ingot.cuda_targets
 // NONE-NOT: ingot.fused_kernels
 // NONE-NOT: ingot.fused_kv_write_fp8
+// NONE-NOT: ingot.fused_scale
 // NONE-NOT: ingot.cuda_kernel
 // NONE-NOT: ingot.cpu_only
 
@@ -150,4 +152,15 @@ func.func @step(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
   %mu = ingot.weight "up.min" {handle = 5 : i64} : tensor<128x8xf16>
   %y = ingot.gated_linear %x, %wg, %wu gate_scales(%sg, %mg : tensor<128x8xf16>, tensor<128x8xf16>) up_scales(%su, %mu : tensor<128x8xf16>, tensor<128x8xf16>) {activation = "silu", quant = #ingot.quant<int4, group_size = 32, min>} : tensor<?x256xf32>, tensor<128x256xui4>, tensor<128x256xui4> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// A step that scales brings the scale kernel, once for the module.
+// CHECK: module attributes {ingot.cuda_targets = ["sm_90a", "simt"], ingot.fused_kernels = [f32], ingot.fused_scale}
+func.func @step(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %a = ingot.scale %x {factor = 16.0 : f32} : tensor<?x256xf32>
+  %b = ingot.scale %a {factor = 0.5 : f32} : tensor<?x256xf32>
+  %c = ingot.add %a, %b : tensor<?x256xf32>
+  return %c : tensor<?x256xf32>
 }
