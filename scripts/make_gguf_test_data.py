@@ -12,7 +12,7 @@ Outputs:
                               computes in f32 like ggml) of every tensor, in tensor order,
                               as little-endian f32; the C++ dequantizer must match it bit
                               for bit.
-Q4_0, Q4_1, Q8_0 and BF16 come from gguf.quants.quantize on random data; gguf-py cannot
+Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and BF16 come from gguf.quants.quantize on random data; gguf-py cannot
 quantize the k-quants, so Q4_K, Q5_K and Q6_K blocks are random bytes with sane f16 scales.
 """
 import os
@@ -101,7 +101,13 @@ def main():
         tensors.append((f"t.{qtype.name.lower()}", gguf.quants.quantize(data, qtype), qtype))
     for qtype in (T.Q4_K, T.Q5_K, T.Q6_K):
         tensors.append((f"t.{qtype.name.lower()}", k_quant_blocks(qtype, 2).reshape(2, -1), qtype))
-    tensors.append(("t.f32_3d", rng.standard_normal((3, 4, 8)).astype(np.float32), None))
+    last = ("t.f32_3d", rng.standard_normal((3, 4, 8)).astype(np.float32), None)
+    # Added later (Gemma 3's GGUF holds Q5_0), drawn after every earlier tensor so those keep
+    # their values; the 3-d F32 stays last (its 384 bytes end the file with no padding).
+    for qtype in (T.Q5_0, T.Q5_1):
+        data = (rng.standard_normal((5, 64)) * rng.uniform(0.01, 2.0, size=(5, 1))).astype(np.float32)
+        tensors.append((f"t.{qtype.name.lower()}", gguf.quants.quantize(data, qtype), qtype))
+    tensors.append(last)
 
     for name, data, raw_dtype in tensors:
         w.add_tensor(name, data, raw_dtype=raw_dtype)

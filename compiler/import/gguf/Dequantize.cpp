@@ -59,6 +59,33 @@ void dequantizeQ4_0(const uint8_t *src, uint64_t numBlocks, float *dst) {
   }
 }
 
+/// Q5_0 / Q5_1: f16 scale d (Q5_1: then f16 min m), 32 high bits (element i's in bit i,
+/// little-endian), 16 bytes of low nibbles (element i < 16 low, i + 16 high). Q5_0 values are
+/// (q - 16) d, Q5_1 values q d + m.
+template <bool WithMin>
+void dequantizeQ5(const uint8_t *src, uint64_t numBlocks, float *dst) {
+  constexpr uint32_t blockBytes = WithMin ? kQ5_1BlockBytes : kQ5_0BlockBytes;
+  constexpr uint32_t highAt = WithMin ? 4 : 2;
+  for (uint64_t b = 0; b < numBlocks; ++b, src += blockBytes, dst += kQK32) {
+    const float d = loadHalf(src);
+    const float m = WithMin ? loadHalf(src + 2) : 0.0f;
+    const uint32_t high = static_cast<uint32_t>(src[highAt]) | (src[highAt + 1] << 8) |
+                          (src[highAt + 2] << 16) | (static_cast<uint32_t>(src[highAt + 3]) << 24);
+    const uint8_t *qs = src + highAt + 4;
+    for (uint32_t i = 0; i < kQK32 / 2; ++i) {
+      const int lo = (qs[i] & 0x0F) | (((high >> i) & 1) << 4);
+      const int hi = (qs[i] >> 4) | (((high >> (i + kQK32 / 2)) & 1) << 4);
+      if (WithMin) {
+        dst[i] = static_cast<float>(lo) * d + m;
+        dst[i + kQK32 / 2] = static_cast<float>(hi) * d + m;
+      } else {
+        dst[i] = static_cast<float>(lo - 16) * d;
+        dst[i + kQK32 / 2] = static_cast<float>(hi - 16) * d;
+      }
+    }
+  }
+}
+
 void dequantizeQ4_1(const uint8_t *src, uint64_t numBlocks, float *dst) {
   for (uint64_t b = 0; b < numBlocks; ++b, src += kQ4_1BlockBytes, dst += kQK32) {
     const float d = loadHalf(src);
@@ -184,7 +211,7 @@ float bfloat16ToFloat(uint16_t bits) {
 Status dequantizeRows(GgmlType type, const uint8_t *src, uint64_t numElements, float *dst) {
   if (!canDequantize(type))
     return unimplemented(std::string("cannot dequantize ggml type ") + ggmlTypeName(type) +
-                         " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+                         " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   const uint64_t blockSize = ggmlBlockSize(type);
   if (numElements % blockSize != 0)
     return invalidArgument(std::to_string(numElements) + " elements are not a whole number of " +
@@ -199,6 +226,8 @@ Status dequantizeRows(GgmlType type, const uint8_t *src, uint64_t numElements, f
   case GgmlType::Q8_0: dequantizeQ8_0(src, numBlocks, dst); break;
   case GgmlType::Q4_0: dequantizeQ4_0(src, numBlocks, dst); break;
   case GgmlType::Q4_1: dequantizeQ4_1(src, numBlocks, dst); break;
+  case GgmlType::Q5_0: dequantizeQ5<false>(src, numBlocks, dst); break;
+  case GgmlType::Q5_1: dequantizeQ5<true>(src, numBlocks, dst); break;
   case GgmlType::Q4_K: dequantizeQ4_K(src, numBlocks, dst); break;
   case GgmlType::Q5_K: dequantizeQ5_K(src, numBlocks, dst); break;
   case GgmlType::Q6_K: dequantizeQ6_K(src, numBlocks, dst); break;

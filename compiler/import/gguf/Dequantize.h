@@ -1,6 +1,6 @@
 //===- Dequantize.h - ggml block formats to f32 -----------------------------===//
 //
-// Turns tensor bytes of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K (block
+// Turns tensor bytes of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K (block
 // layouts as ggml defines them in ggml-common.h) into f32, and exposes the raw
 // quantized blocks of Q4_0, Q4_1 and Q8_0 for import paths that keep the quantization.
 //
@@ -34,6 +34,8 @@ Status dequantizeRows(GgmlType type, const uint8_t *src, uint64_t numElements, f
 inline constexpr uint32_t kQ4_0BlockBytes = 18;
 inline constexpr uint32_t kQ4_1BlockBytes = 20;
 inline constexpr uint32_t kQ8_0BlockBytes = 34;
+inline constexpr uint32_t kQ5_0BlockBytes = 22;
+inline constexpr uint32_t kQ5_1BlockBytes = 24;
 
 /// Decodes one Q4_0 block (f16 scale, 16 bytes of nibbles): element i has the value
 /// `*scale * (q[i] - 8)` with q[i] in [0, 15], in element order (q[0..15] are the low

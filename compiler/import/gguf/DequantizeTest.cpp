@@ -97,6 +97,7 @@ std::vector<uint8_t> randomBlocks(GgmlType type, uint32_t numBlocks, std::mt1993
     uint8_t *block = bytes.data() + size_t{k} * blockBytes;
     switch (type) {
     case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: putHalf(block); putHalf(block + 2); break;
     case GgmlType::Q6_K: putHalf(block + blockBytes - 2); break;
@@ -129,6 +130,14 @@ float referenceElement(GgmlType type, const uint8_t *block, int i) {
   case GgmlType::Q8_0: return static_cast<float>(static_cast<int8_t>(block[2 + i])) * half(block);
   case GgmlType::Q4_0: return static_cast<float>(nibble(block + 2, i) - 8) * half(block);
   case GgmlType::Q4_1: return static_cast<float>(nibble(block + 4, i)) * half(block) + half(block + 2);
+  case GgmlType::Q5_0:
+  case GgmlType::Q5_1: {
+    const bool withMin = type == GgmlType::Q5_1;
+    const uint8_t *high = block + (withMin ? 4 : 2);
+    const int q = nibble(high + 4, i) + 16 * ((high[i / 8] >> (i % 8)) & 1);
+    if (withMin) return static_cast<float>(q) * half(block) + half(block + 2);
+    return static_cast<float>(q - 16) * half(block);
+  }
   case GgmlType::Q4_K:
   case GgmlType::Q5_K: {
     const int sub = i / 32, chunk = i / 64, l = i % 32;
@@ -155,8 +164,8 @@ float referenceElement(GgmlType type, const uint8_t *block, int i) {
 
 TEST(DequantizeTest, RandomBlocksMatchPerElementDefinition) {
   std::mt19937 rng(1234);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K,
-                        GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                        GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const uint32_t numBlocks = 37, blockSize = ggmlBlockSize(type);
     std::vector<uint8_t> src = randomBlocks(type, numBlocks, rng);
     std::vector<float> out(size_t{numBlocks} * blockSize + 1, kPoison);
@@ -209,9 +218,9 @@ TEST(DequantizeTest, DecodedQ4AndQ8BlocksReproduceDequantization) {
 TEST(DequantizeTest, RejectsUnsupportedTypesAndPartialBlocks) {
   uint8_t src[64] = {};
   float dst[64];
-  Status unsupported = dequantizeRows(GgmlType::Q5_0, src, 32, dst);
+  Status unsupported = dequantizeRows(GgmlType::Q3_K, src, 256, dst);
   EXPECT_EQ(unsupported.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(unsupported.message().find("Q5_0"), std::string::npos) << unsupported.message();
+  EXPECT_NE(unsupported.message().find("Q3_K"), std::string::npos) << unsupported.message();
   Status partial = dequantizeRows(GgmlType::Q4_0, src, 33, dst);
   EXPECT_EQ(partial.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(partial.message().find("Q4_0 blocks of 32"), std::string::npos) << partial.message();
@@ -228,6 +237,8 @@ TEST(DequantizeTest, BytesForElementsFollowsBlockLayouts) {
   EXPECT_EQ(*bytesForElements(GgmlType::Q8_0, 64), 68u);
   EXPECT_EQ(*bytesForElements(GgmlType::Q4_0, 64), 36u);
   EXPECT_EQ(*bytesForElements(GgmlType::Q4_1, 32), 20u);
+  EXPECT_EQ(*bytesForElements(GgmlType::Q5_0, 64), 44u);
+  EXPECT_EQ(*bytesForElements(GgmlType::Q5_1, 32), 24u);
   EXPECT_EQ(*bytesForElements(GgmlType::Q4_K, 512), 288u);
   EXPECT_EQ(*bytesForElements(GgmlType::Q5_K, 256), 176u);
   EXPECT_EQ(*bytesForElements(GgmlType::Q6_K, 256), 210u);
@@ -246,9 +257,10 @@ TEST(DequantizeTest, NamesAndKnowsTypes) {
   EXPECT_FALSE(isKnownGgmlType(31));
   EXPECT_FALSE(isKnownGgmlType(1000));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                     GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                     GgmlType::Q5_K, GgmlType::Q6_K})
     EXPECT_TRUE(canDequantize(t)) << ggmlTypeName(t);
-  EXPECT_FALSE(canDequantize(GgmlType::Q5_0));
+  EXPECT_FALSE(canDequantize(GgmlType::Q3_K));
   EXPECT_FALSE(canDequantize(GgmlType::I32));
 }
 

@@ -89,9 +89,9 @@ TEST(GgufCorruptFileTest, RejectsTruncationInTensorInfos) {
   std::vector<uint8_t> bytes = reference();
   size_t dims = dimsOf(bytes, "t.bf16");
   expectError({bytes.begin(), bytes.begin() + dims + 10},
-              {"truncated at tensor info 3 of 10 ('t.bf16')", "dimensions"});
+              {"truncated at tensor info 3 of 12 ('t.bf16')", "dimensions"});
   expectError({bytes.begin(), bytes.begin() + dims - 2},
-              {"tensor info 3 of 10", "tensor name of 6 bytes", "extends past end of file"});
+              {"tensor info 3 of 12", "tensor name of 6 bytes", "extends past end of file"});
 }
 
 TEST(GgufCorruptFileTest, RejectsTruncatedTensorData) {
@@ -138,7 +138,7 @@ TEST(GgufCorruptFileTest, RejectsOverflowingAndOversizedShapes) {
   std::vector<uint8_t> bytes = reference();
   size_t dims = dimsOf(bytes, "t.f32");
   putU64(bytes, dims + 4 + 8, uint64_t{1} << 62); // ne[1]: 64 * 2^62 overflows
-  expectError(bytes, {"tensor info 1 of 10 ('t.f32')", "dimensions overflow"});
+  expectError(bytes, {"tensor info 1 of 12 ('t.f32')", "dimensions overflow"});
   bytes = reference();
   putU64(bytes, dims + 4 + 8, uint64_t{1} << 56); // 2^62 elements: 2^64 bytes
   expectError(bytes, {"('t.f32')", "more than 2^64 bytes"});
@@ -153,7 +153,7 @@ TEST(GgufCorruptFileTest, RejectsOverflowingAndOversizedShapes) {
 TEST(GgufCorruptFileTest, RejectsTooManyDimensions) {
   std::vector<uint8_t> bytes = reference();
   putU32(bytes, dimsOf(bytes, "t.q6_k"), 5);
-  expectError(bytes, {"tensor info 9 of 10 ('t.q6_k')", "5 dimensions, at most 4"});
+  expectError(bytes, {"tensor info 9 of 12 ('t.q6_k')", "5 dimensions, at most 4"});
 }
 
 TEST(GgufCorruptFileTest, RejectsUnknownTensorType) {

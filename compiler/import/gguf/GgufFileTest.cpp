@@ -24,7 +24,7 @@ TEST(GgufFileTest, ReadsHeaderOfReferenceFile) {
   EXPECT_EQ(file.version(), 3u);
   EXPECT_EQ(file.alignment(), kDefaultAlignment);
   EXPECT_EQ(file.metadata().size(), 28u);
-  EXPECT_EQ(file.tensors().size(), 10u);
+  EXPECT_EQ(file.tensors().size(), 12u);
   EXPECT_EQ(file.dataOffset() % 32, 0u);
   EXPECT_EQ(file.fileSize(), readFileBytes(testDataPath(kAllTypesFile)).size());
   EXPECT_EQ(file.metadata().front().key, "general.architecture");
@@ -155,7 +155,8 @@ TEST(GgufFileTest, ListsTensorInfosInFileOrder) {
       {"t.bf16", GgmlType::BF16, {64, 5}, 640},  {"t.q8_0", GgmlType::Q8_0, {64, 5}, 340},
       {"t.q4_0", GgmlType::Q4_0, {64, 5}, 180},  {"t.q4_1", GgmlType::Q4_1, {64, 5}, 200},
       {"t.q4_k", GgmlType::Q4_K, {256, 2}, 288}, {"t.q5_k", GgmlType::Q5_K, {256, 2}, 352},
-      {"t.q6_k", GgmlType::Q6_K, {256, 2}, 420}, {"t.f32_3d", GgmlType::F32, {8, 4, 3}, 384},
+      {"t.q6_k", GgmlType::Q6_K, {256, 2}, 420}, {"t.q5_0", GgmlType::Q5_0, {64, 5}, 220},
+      {"t.q5_1", GgmlType::Q5_1, {64, 5}, 240},  {"t.f32_3d", GgmlType::F32, {8, 4, 3}, 384},
   };
   ASSERT_EQ(file.tensors().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
@@ -167,9 +168,9 @@ TEST(GgufFileTest, ListsTensorInfosInFileOrder) {
     EXPECT_EQ(t.offset % file.alignment(), 0u) << t.name;
     EXPECT_EQ(file.findTensor(t.name), &t);
   }
-  EXPECT_EQ(file.tensors()[9].shape(), (std::vector<int64_t>{3, 4, 8}));
-  EXPECT_EQ(file.tensors()[9].numElements, 96u);
-  EXPECT_EQ(file.tensors()[9].rowLength(), 8u);
+  EXPECT_EQ(file.tensors()[11].shape(), (std::vector<int64_t>{3, 4, 8}));
+  EXPECT_EQ(file.tensors()[11].numElements, 96u);
+  EXPECT_EQ(file.tensors()[11].rowLength(), 8u);
   EXPECT_EQ(file.findTensor("t.missing"), nullptr);
 }
 
