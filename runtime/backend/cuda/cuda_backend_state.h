@@ -103,8 +103,6 @@ struct DeviceStep {
   LoadedKernel gemm;
   LoadedKernel attention;    ///< the step's decode kernel
   LoadedKernel combine;      ///< its split combine
-  /// scale: its fused kernel, which only artifacts with a scale step carry.
-  LoadedKernel elementwise;
   /// gated_linear: its gate and up linears, each as a linear step holds them.
   std::vector<DeviceStep> parts;
 };
@@ -116,6 +114,9 @@ struct FusedKernels {
   LoadedKernel sample;
   /// The fp8 KV write (ingot_fused_kv_write_fp8_f32), resolved for an fp8 pool only.
   LoadedKernel kv_write_fp8;
+  /// The scale (ingot_fused_scale_f32), in artifacts with a scale step only (function null
+  /// otherwise; such a step is refused at load).
+  LoadedKernel scale;
 };
 
 /// Buffers sized for `dims` tokens, requests and logit rows (grown, never shrunk).

@@ -244,21 +244,20 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
                   l.where + (silu ? " (silu_mul)" : " (add)"));
 }
 
+// The kernel is resolved with the other fused ones (resolveKernels), where the artifact has it.
 Status resolveScaleCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
-  const char* name = "ingot_fused_scale_f32";
-  if (!s.modules->has(name))
-    return notFound("step " + std::to_string(index) + " (scale) needs CUDA kernel " + name +
-                    ", which the artifact lacks; recompile it with --cuda-targets");
-  INGOT_ASSIGN_OR_RETURN(s.steps[index].elementwise, s.modules->find(name));
-  return okStatus();
+  if (s.fused.scale.function) return okStatus();
+  return notFound("step " + std::to_string(index) +
+                  " (scale) needs CUDA kernel ingot_fused_scale_f32, which the artifact lacks; "
+                  "recompile it with --cuda-targets");
 }
 
-Status enqueueScaleCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
+Status enqueueScaleCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep&) {
   const long long count =
       static_cast<long long>(l.tokens()) * l.s->plan->buffers[p.outputs[0]].width;
   CUdeviceptr in = l.slot(p.inputs[0]), out = l.slot(p.outputs[0]);
   const KernelArgs args = kernelArgs(in, out, p.factor, count);
-  return l.launch(d.elementwise, overElements(count), args, l.where + " (scale)");
+  return l.launch(l.s->fused.scale, overElements(count), args, l.where + " (scale)");
 }
 
 }  // namespace ingot
