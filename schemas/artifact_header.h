@@ -11,8 +11,9 @@ inline constexpr char kMagic[8] = {'I', 'N', 'G', 'O', 'T', '\x1a', '\n', '\0'};
 /// Format version this build writes and the newest major version it reads. Bump the major
 /// version for any change an older runtime cannot safely ignore (see artifact.fbs).
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 6;  // 1: AddRmsNorm, 2: RopeKvWrite, 3: BufferDef.slot,
-                                             // 4: GatedLinear, 5: KernelDef.grid, 6: Scale
+inline constexpr uint16_t kFormatMinor = 7;  // 1: AddRmsNorm, 2: RopeKvWrite, 3: BufferDef.slot,
+                                             // 4: GatedLinear, 5: KernelDef.grid, 6: Scale,
+                                             // 7: per-head RmsNorm, ProvenanceDef.assumed
 
 /// Size of the header on disk; the manifest starts right after it.
 inline constexpr uint64_t kHeaderSize = 64;

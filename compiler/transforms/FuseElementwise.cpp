@@ -38,7 +38,8 @@ using mlir::ingot::RopeOp;
 /// add is in the norm's block and every other use of its sum comes after the norm.
 AddOp fusableAdd(RmsNormOp norm) {
   auto add = norm.getInput().getDefiningOp<AddOp>();
-  if (!add || add->getBlock() != norm->getBlock())
+  // add_rms_norm normalizes whole rows; a per-head norm stays unfused.
+  if (!add || add->getBlock() != norm->getBlock() || norm.getGroupCount() != 1)
     return nullptr;
   for (mlir::Operation *user : add->getUsers()) {
     if (user == norm.getOperation())
@@ -73,7 +74,8 @@ bool definedBefore(mlir::Value v, mlir::Operation *anchor) {
 
 /// The layer's three ops around `write`: the rope of its keys (read by nothing else) and
 /// the rope of the queries that an attention over the written cache reads, both with the
-/// same positions, theta and scaling; the fused op takes the write's place.
+/// same positions, theta, scaling and frequency factors; the fused op takes the write's
+/// place.
 struct RopeKvTriple {
   RopeOp query, key;
   KvWriteOp write;
@@ -90,10 +92,13 @@ std::optional<RopeKvTriple> fusableRopeKv(KvWriteOp write) {
     auto query = attention.getQuery().getDefiningOp<RopeOp>();
     if (!query || query == key || query->getBlock() != write->getBlock() ||
         query.getPositions() != key.getPositions() || query.getHeadDim() != key.getHeadDim() ||
-        query.getThetaAttr() != key.getThetaAttr() || query.getScalingAttr() != key.getScalingAttr())
+        query.getThetaAttr() != key.getThetaAttr() ||
+        query.getScalingAttr() != key.getScalingAttr() ||
+        query.getFreqFactors() != key.getFreqFactors())
       continue;
     if (!usedOnlyAfter(query, write, nullptr) || !definedBefore(query.getInput(), write) ||
-        !definedBefore(key.getInput(), write))
+        !definedBefore(key.getInput(), write) ||
+        (key.getFreqFactors() && !definedBefore(key.getFreqFactors(), write)))
       continue;
     return RopeKvTriple{query, key, write};
   }
@@ -105,7 +110,7 @@ void fuseRopeKv(RopeKvTriple t) {
   auto fused = RopeKvWriteOp::create(
       b, t.write.getLoc(), t.query.getResult().getType(), t.key.getResult().getType(),
       t.write.getResult().getType(), t.query.getInput(), t.key.getInput(), t.write.getValue(),
-      t.key.getPositions(), t.write.getCache(), t.write.getSlotMapping(),
+      t.key.getPositions(), t.write.getCache(), t.write.getSlotMapping(), t.key.getFreqFactors(),
       t.query.getNumHeadsAttr(), t.key.getNumHeadsAttr(), t.key.getHeadDimAttr(),
       t.key.getThetaAttr(), t.key.getScalingAttr(), t.write.getLayerAttr());
   t.write.getResult().replaceAllUsesWith(fused.getResult());
@@ -231,8 +236,9 @@ void unfuseElementwise(mlir::Operation *root) {
     } else {
       auto f = llvm::cast<RopeKvWriteOp>(op);
       auto rope = [&](mlir::Value x, mlir::IntegerAttr heads) {
-        return RopeOp::create(b, f.getLoc(), x.getType(), x, f.getPositions(), heads,
-                              f.getHeadDimAttr(), f.getThetaAttr(), f.getScalingAttr());
+        return RopeOp::create(b, f.getLoc(), x.getType(), x, f.getPositions(),
+                              f.getFreqFactors(), heads, f.getHeadDimAttr(), f.getThetaAttr(),
+                              f.getScalingAttr());
       };
       RopeOp q = rope(f.getQuery(), f.getNumHeadsAttr());
       RopeOp k = rope(f.getKey(), f.getNumKvHeadsAttr());

@@ -102,7 +102,9 @@ private:
     if (!producer)
       return;
     auto fused = llvm::dyn_cast<mlir::ingot::AddRmsNormOp>(producer);
-    const bool fusable = llvm::isa<mlir::ingot::RmsNormOp, mlir::ingot::SiluMulOp>(producer) ||
+    auto norm = llvm::dyn_cast<mlir::ingot::RmsNormOp>(producer);
+    const bool fusable = (norm && norm.getGroupCount() == 1) ||
+                         llvm::isa<mlir::ingot::SiluMulOp>(producer) ||
                          (fused && input == fused.getResult());
     if (fusable)
       producer->setAttr(kFp8RowsAttr, mlir::UnitAttr::get(producer->getContext()));

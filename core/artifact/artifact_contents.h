@@ -157,6 +157,9 @@ struct Provenance {
   std::string source;
   uint64_t sourceXxh64 = 0;
   std::string created;
+  /// Configuration values the importer took from the architecture's published defaults
+  /// because the checkpoint lacks them (format 1.7).
+  std::vector<std::string> assumed;
 };
 
 /// Where a tensor landed in the blob; filled in by the writer.

@@ -161,9 +161,10 @@ std::vector<uint8_t> buildManifest(const ArtifactContents &contents,
   if (contents.hasProvenance) {
     const Provenance &p = contents.provenance;
     auto options = createStrings(fbb, p.options);
+    auto assumed = createStrings(fbb, p.assumed);
     provenance = schema::CreateProvenanceDef(
         fbb, fbb.CreateString(p.compilerVersion), options, fbb.CreateString(p.source),
-        p.sourceXxh64, fbb.CreateString(p.created));
+        p.sourceXxh64, fbb.CreateString(p.created), assumed);
   }
 
   auto manifest = schema::CreateManifestDirect(

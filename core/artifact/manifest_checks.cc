@@ -232,4 +232,11 @@ Status checkManifest(const schema::Manifest& m, uint64_t blobSize, bool hasBlob)
   return okStatus();
 }
 
+const schema::ParamDef* findStepParam(const schema::ProgramStepDef& step, const char* name) {
+  if (!step.params()) return nullptr;
+  for (const schema::ParamDef* p : *step.params())
+    if (p->name() && p->name()->str() == name) return p;
+  return nullptr;
+}
+
 }  // namespace ingot

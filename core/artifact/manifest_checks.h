@@ -16,6 +16,9 @@ namespace ingot {
 /// already have passed the FlatBuffers verifier.
 Status checkManifest(const schema::Manifest& manifest, uint64_t blobSize, bool hasBlob);
 
+/// The step's param named `name`, or null.
+const schema::ParamDef* findStepParam(const schema::ProgramStepDef& step, const char* name);
+
 /// A manifest string made safe for a one-line message: control bytes escaped, at most
 /// 120 characters. Manifest strings are untrusted input.
 std::string displayName(const flatbuffers::String* s);

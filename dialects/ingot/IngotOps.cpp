@@ -67,6 +67,22 @@ LogicalResult verifyEpsilon(Operation *op, const APFloat &epsilon) {
   return success();
 }
 
+/// A rope's optional frequency factors: f32 [head_dim / 2], and not combined with a scaling
+/// attribute (both rescale the same frequencies).
+LogicalResult verifyFreqFactors(Operation *op, Value factors, int64_t headDim, bool scaled) {
+  if (!factors)
+    return success();
+  auto type = cast<RankedTensorType>(factors.getType());
+  if (type.getRank() != 1 || !type.getElementType().isF32() ||
+      !dimsAgree(type.getDimSize(0), headDim / 2))
+    return op->emitOpError() << "freq_factors must be tensor<" << headDim / 2
+                             << "xf32> (one per rotated pair), got " << type;
+  if (scaled)
+    return op->emitOpError() << "freq_factors and a scaling attribute both rescale the "
+                                "frequencies; give one";
+  return success();
+}
+
 /// Verifies the per-feature parameter vector of a norm against the input.
 LogicalResult verifyNormParam(Operation *op, Type input, Type param,
                               StringRef what) {
@@ -203,10 +219,24 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult RmsNormOp::verify() {
   if (failed(verifyRows(*this, getInput().getType(), "input")) ||
-      failed(verifyNormParam(*this, getInput().getType(), getWeight().getType(),
-                             "weight")))
+      failed(verifyWeight(*this, getWeight().getType(), 1, "weight")))
     return failure();
+  // The weight spans the row (a hidden-state norm) or one group of it (per-head q/k norm).
+  int64_t features = getInput().getType().getDimSize(1);
+  int64_t group = getWeight().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(features) && !ShapedType::isDynamic(group) &&
+      (group <= 0 || features % group != 0))
+    return emitOpError() << "weight has " << group << " elements, which divide no row of "
+                         << features << " features into groups";
   return verifyEpsilon(*this, getEpsilon());
+}
+
+int64_t RmsNormOp::getGroupCount() {
+  int64_t features = getInput().getType().getDimSize(1);
+  int64_t group = getWeight().getType().getDimSize(0);
+  if (ShapedType::isDynamic(features) || ShapedType::isDynamic(group) || group <= 0)
+    return 1;
+  return features / group;
 }
 
 LogicalResult AddRmsNormOp::verify() {
@@ -250,7 +280,7 @@ LogicalResult RopeOp::verify() {
                          << heads * headDim;
   if (!(getTheta().convertToDouble() > 0.0))
     return emitOpError() << "theta must be > 0";
-  return success();
+  return verifyFreqFactors(*this, getFreqFactors(), headDim, getScalingAttr() != nullptr);
 }
 
 LogicalResult KvWriteOp::verify() {
@@ -299,7 +329,7 @@ LogicalResult RopeKvWriteOp::verify() {
                          << cache.getNumLayers() << "-layer cache";
   if (!(getTheta().convertToDouble() > 0.0))
     return emitOpError() << "theta must be > 0";
-  return success();
+  return verifyFreqFactors(*this, getFreqFactors(), headDim, getScalingAttr() != nullptr);
 }
 
 //===----------------------------------------------------------------------===//

@@ -105,8 +105,13 @@ def Ingot_RmsNormOp : Ingot_Op<"rms_norm",
   let description = [{
     `result[t, i] = input[t, i] / sqrt(mean_j(input[t, j]^2) + epsilon) * weight[i]`.
 
+    A weight of G elements where rows have a multiple of G features normalizes each
+    group of G consecutive features on its own, `j` running over the group: the
+    per-head RMSNorm of queries and keys (Qwen3, Gemma 3), G the head dimension.
+
     ```mlir
     %y = ingot.rms_norm %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+    %qn = ingot.rms_norm %q, %wq {epsilon = 1.0e-06 : f32} : tensor<?x256xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins Ingot_FloatTensor:$input, Ingot_FloatTensor:$weight,
@@ -114,6 +119,10 @@ def Ingot_RmsNormOp : Ingot_Op<"rms_norm",
   let results = (outs Ingot_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Groups per row: 1 for a hidden-state norm, the head count for a per-head norm.
+    int64_t getGroupCount();
+  }];
 }
 
 def Ingot_AddRmsNormOp : Ingot_Op<"add_rms_norm",
@@ -234,11 +243,15 @@ def Ingot_RopeOp : Ingot_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
     Rotates each `head_dim`-wide head of row `t` of `input` (`[tokens,
     num_heads * head_dim]`) by angles `positions[t] * theta^(-2i/head_dim)`
     (rotate-half pairing, as in Hugging Face Llama), frequencies optionally
-    rescaled by `scaling`. Positions are separate from KV-slot indices: the
-    siblings of a speculative token tree share a position.
+    rescaled by `scaling`, or divided one by one by `freq_factors` (f32
+    `[head_dim / 2]`, a weight: Llama 3 GGUFs' `rope_freqs`). Positions are
+    separate from KV-slot indices: the siblings of a speculative token tree share
+    a position.
 
     ```mlir
     %q = ingot.rope %x, %positions {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64}
+           : tensor<?x64xf32>, tensor<?xi32>
+    %r = ingot.rope %x, %positions factors(%f : tensor<8xf32>) {num_heads = 4 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64}
            : tensor<?x64xf32>, tensor<?xi32>
     %k = ingot.rope %x, %positions {num_heads = 8 : i32, head_dim = 128 : i32, theta = 5.0e+05 : f64,
            scaling = #ingot.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>}
@@ -246,10 +259,14 @@ def Ingot_RopeOp : Ingot_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
     ```
   }];
   let arguments = (ins Ingot_FloatTensor:$input, Ingot_I32Vector:$positions,
+                       Optional<Ingot_FloatTensor>:$freq_factors,
                        I32Attr:$num_heads, I32Attr:$head_dim, F64Attr:$theta,
                        OptionalAttr<Ingot_RopeScalingAttr>:$scaling);
   let results = (outs Ingot_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
+  let assemblyFormat = [{
+    $input `,` $positions (`factors` `(` $freq_factors^ `:` type($freq_factors) `)`)? attr-dict
+    `:` type($input) `,` type($positions)
+  }];
   let hasVerifier = 1;
 }
 
@@ -259,7 +276,8 @@ def Ingot_RopeKvWriteOp : Ingot_Op<"rope_kv_write", [Pure,
   let summary = "Rotary embedding of a layer's queries and keys fused with the KV write";
   let description = [{
     `ingot.rope` of `query` (`num_heads` heads) and of `key` (`num_kv_heads`
-    heads) with the same positions, theta and scaling, then `ingot.kv_write` of
+    heads) with the same positions, theta, scaling and frequency factors, then
+    `ingot.kv_write` of
     the rotated keys and `value` into layer `layer` of `cache`: the three ops of
     a decoder layer in one step (one kernel). Results: the rotated queries, the
     rotated keys (the values written; usually unread) and the updated cache,
@@ -275,13 +293,15 @@ def Ingot_RopeKvWriteOp : Ingot_Op<"rope_kv_write", [Pure,
   let arguments = (ins Ingot_FloatTensor:$query, Ingot_FloatTensor:$key,
                        Ingot_FloatTensor:$value, Ingot_I32Vector:$positions,
                        Ingot_KvCacheType:$cache, Ingot_I32Vector:$slot_mapping,
+                       Optional<Ingot_FloatTensor>:$freq_factors,
                        I32Attr:$num_heads, I32Attr:$num_kv_heads, I32Attr:$head_dim,
                        F64Attr:$theta, OptionalAttr<Ingot_RopeScalingAttr>:$scaling,
                        I32Attr:$layer);
   let results = (outs Ingot_FloatTensor:$rotated_query, Ingot_FloatTensor:$rotated_key,
                       Ingot_KvCacheType:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $positions `,` $cache `,` $slot_mapping attr-dict `:`
+    $query `,` $key `,` $value `,` $positions `,` $cache `,` $slot_mapping
+    (`factors` `(` $freq_factors^ `:` type($freq_factors) `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($positions) `,` qualified(type($cache))
   }];
   let hasVerifier = 1;

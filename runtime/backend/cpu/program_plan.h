@@ -58,6 +58,9 @@ struct PlannedStep {
   QuantMatrix quant;
   const float* bias = nullptr;    ///< linear bias, layer_norm beta
   const float* norm = nullptr;    ///< rms_norm / layer_norm gamma
+  /// rms_norm / layer_norm: features one gamma spans, the row or (a per-head rms_norm) one
+  /// head; each row is width / norm_width groups normalized on their own.
+  int64_t norm_width = 0;
   float epsilon = 1e-5f;
   float factor = 1.0f;            ///< scale: the constant
   std::vector<float> inv_freq;    ///< rope

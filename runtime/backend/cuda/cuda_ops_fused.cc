@@ -36,8 +36,8 @@ Status enqueueEmbeddingCuda(const CudaLaunch& l, const PlannedStep& p, const Dev
 }
 
 Status uploadRmsNormCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d) {
-  const int64_t width = up.plan().buffers[p.inputs[0]].width;
-  INGOT_ASSIGN_OR_RETURN(d.norm, up.vector(p.norm, width, "step " + std::to_string(index) + " norm"));
+  INGOT_ASSIGN_OR_RETURN(d.norm,
+                         up.vector(p.norm, p.norm_width, "step " + std::to_string(index) + " norm"));
   return okStatus();
 }
 
@@ -45,12 +45,14 @@ Status enqueueRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const Devic
   CudaBackendState& s = *l.s;
   const int T = l.tokens();
   CUdeviceptr x = l.slot(p.inputs[0]), residual = 0, gamma = d.norm, out = l.slot(p.outputs[0]);
-  int dim = static_cast<int>(s.plan->buffers[p.inputs[0]].width);
+  int dim = static_cast<int>(p.norm_width);
   float eps = p.epsilon;
   if (quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8RmsNorm(s, l.index, x, gamma, out, dim, eps, T, l.where);
+  // A per-head norm: each token row is width / dim contiguous rows of dim features.
+  const int rows = T * static_cast<int>(s.plan->buffers[p.inputs[0]].width / dim);
   const KernelArgs args = kernelArgs(x, residual, gamma, out, dim, eps);
-  return l.launch(s.fused.rms_norm, perToken(T), args, l.where + " (rms_norm)");
+  return l.launch(s.fused.rms_norm, perToken(rows), args, l.where + " (rms_norm)");
 }
 
 Status enqueueAddRmsNormCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {

@@ -13,11 +13,16 @@ Status planNorm(StepPlanner& p, PlannedStep& step) {
   const int64_t width = p.programPlan().buffers[step.inputs[0]].width;
   INGOT_RETURN_IF_ERROR(p.needActivation(step.inputs[0], 0, "input"));
   INGOT_RETURN_IF_ERROR(p.needActivation(step.outputs[0], width, "output"));
+  step.norm_width = width;
   for (size_t i = 0; i < (layer ? 2u : 1u); ++i) {
     INGOT_ASSIGN_OR_RETURN(WeightView w, p.weights().dense(p.weight(i)));
-    if (w.elements() != width)
+    // An rms_norm's gamma may span one group of the row (per-head q/k norm).
+    const bool grouped = !layer && w.elements() > 0 && width % w.elements() == 0;
+    if (w.elements() != width && !grouped)
       return p.fail("weight '" + w.name + "' has " + std::to_string(w.elements()) +
-                    " elements for rows of " + std::to_string(width));
+                    " elements for rows of " + std::to_string(width) +
+                    (layer ? "" : " (nor does it divide them into groups)"));
+    if (i == 0) step.norm_width = w.elements();
     INGOT_ASSIGN_OR_RETURN(const float* f, p.weights().asF32(p.weight(i)));
     (i == 0 ? step.norm : step.bias) = f;
   }
@@ -31,9 +36,12 @@ Status runNormCpu(CpuStep& cpu, const PlannedStep& s) {
   float* out = cpu.buffer(s.outputs[0]);
   const int64_t D = cpu.plan->buffers[s.inputs[0]].width;
   const bool layer = s.op == schema::OpKind::LayerNorm;
+  // A row of G groups is G rows of norm_width features: rows [t0, t1) are groups
+  // [t0 * G, t1 * G).
+  const int64_t G = D / s.norm_width;
   cpu.rows(D, [&](int64_t t0, int64_t t1) {
     if (layer) layerNormRows(x, s.norm, s.bias, D, s.epsilon, out, t0, t1);
-    else rmsNormRows(x, s.norm, D, s.epsilon, out, t0, t1);
+    else rmsNormRows(x, s.norm, s.norm_width, s.epsilon, out, t0 * G, t1 * G);
   });
   return okStatus();
 }
@@ -50,6 +58,7 @@ Status planAddRmsNorm(StepPlanner& p, PlannedStep& step) {
     return p.fail("weight '" + w.name + "' has " + std::to_string(w.elements()) +
                   " elements for rows of " + std::to_string(width));
   INGOT_ASSIGN_OR_RETURN(step.norm, p.weights().asF32(p.weight(0)));
+  step.norm_width = width;
   step.epsilon = static_cast<float>(
       p.paramFloat("epsilon", p.artifact().manifest().config()->rms_norm_eps()));
   return okStatus();

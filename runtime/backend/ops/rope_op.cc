@@ -1,5 +1,7 @@
 // rope: rotary position embedding of each head's first rotary_dim dims (no scaling, linear,
 // llama3); rope_kv_write: the queries' and keys' rope and the KV write of one layer.
+#include <cmath>
+
 #include "runtime/backend/cpu/cpu_ops.h"
 #include "runtime/backend/cpu/cpu_step.h"
 #include "runtime/backend/ops/op_functions.h"
@@ -34,13 +36,29 @@ Status planRopeFrequencies(StepPlanner& p, PlannedStep& step) {
   const double theta = p.paramFloat("theta", 0.0);
   if (!(theta > 0)) return p.fail("theta must be positive");
   step.inv_freq = ropeInverseFrequencies(theta, rotary, scaling);
+  // Frequency factors (Llama 3 GGUFs' rope_freqs), a weight: each divides one frequency.
+  if (p.numWeights() == 1) {
+    INGOT_ASSIGN_OR_RETURN(WeightView w, p.weights().dense(p.weight(0)));
+    if (w.elements() != static_cast<int64_t>(step.inv_freq.size()))
+      return p.fail("frequency factors '" + w.name + "' have " + std::to_string(w.elements()) +
+                    " elements for " + std::to_string(step.inv_freq.size()) + " rotated pairs");
+    if (scaling.kind != RopeScaling::kNone)
+      return p.fail("frequency factors and a rope_scaling param both rescale the frequencies");
+    INGOT_ASSIGN_OR_RETURN(const float* factors, p.weights().asF32(p.weight(0)));
+    for (size_t i = 0; i < step.inv_freq.size(); ++i) {
+      if (!(factors[i] > 0.0f) || !std::isfinite(factors[i]))
+        return p.fail("frequency factor " + std::to_string(i) + " of '" + w.name +
+                      "' is not a positive finite number");
+      step.inv_freq[i] /= factors[i];
+    }
+  }
   return okStatus();
 }
 
 }  // namespace
 
 Status planRope(StepPlanner& p, PlannedStep& step) {
-  INGOT_RETURN_IF_ERROR(p.needCounts(2, 1, 0, 0));
+  INGOT_RETURN_IF_ERROR(p.needCounts(2, 1, 0, 1));
   INGOT_RETURN_IF_ERROR(p.needInput(step.inputs[1], kInputPositions, "positions"));
   step.num_heads = p.paramInt("num_heads", 0);
   if (step.num_heads <= 0) return p.fail("bad num_heads param");
@@ -52,7 +70,7 @@ Status planRope(StepPlanner& p, PlannedStep& step) {
 
 Status planRopeKvWrite(StepPlanner& p, PlannedStep& step) {
   const KvCacheLayout& kv = p.programPlan().kv_layout;
-  INGOT_RETURN_IF_ERROR(p.needCounts(6, 3, 0, 0));
+  INGOT_RETURN_IF_ERROR(p.needCounts(6, 3, 0, 1));
   INGOT_RETURN_IF_ERROR(p.needInput(step.inputs[3], kInputPositions, "positions"));
   INGOT_RETURN_IF_ERROR(p.needInput(step.inputs[4], kInputKvCache, "cache"));
   INGOT_RETURN_IF_ERROR(p.needInput(step.inputs[5], kInputSlotMapping, "slot_mapping"));

@@ -1,6 +1,7 @@
 // StepPlanner: the checks every op definition's plan function shares.
 #include "runtime/backend/ops/step_planner.h"
 
+#include "core/artifact/manifest_checks.h"
 #include "runtime/backend/ops/op_definition.h"
 
 namespace ingot {
@@ -9,13 +10,6 @@ namespace {
 using schema::BufferKind;
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-const schema::ParamDef* findParam(const schema::ProgramStepDef& step, const char* name) {
-  if (!step.params()) return nullptr;
-  for (const schema::ParamDef* p : *step.params())
-    if (p->name()->str() == name) return p;
-  return nullptr;
-}
 
 }  // namespace
 
@@ -35,16 +29,16 @@ Status StepPlanner::plan(const schema::ProgramStepDef& def, PlannedStep& step) {
 }
 
 int64_t StepPlanner::paramInt(const char* name, int64_t fallback) const {
-  const schema::ParamDef* p = findParam(*def_, name);
+  const schema::ParamDef* p = findStepParam(*def_, name);
   return p ? p->i() : fallback;
 }
 
 double StepPlanner::paramFloat(const char* name, double fallback) const {
-  const schema::ParamDef* p = findParam(*def_, name);
+  const schema::ParamDef* p = findStepParam(*def_, name);
   return p ? p->f() : fallback;
 }
 
-bool StepPlanner::hasParam(const char* name) const { return findParam(*def_, name) != nullptr; }
+bool StepPlanner::hasParam(const char* name) const { return findStepParam(*def_, name) != nullptr; }
 
 size_t StepPlanner::numWeights() const { return def_->weights() ? def_->weights()->size() : 0; }
 

@@ -112,6 +112,24 @@ func.func @f(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+// rope: frequency factors of the wrong size
+func.func @f(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %f: tensor<16xf32>) {
+  // expected-error @+1 {{freq_factors must be tensor<8xf32> (one per rotated pair), got 'tensor<16xf32>'}}
+  %y = ingot.rope %x, %p factors(%f : tensor<16xf32>) {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64} : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+// rope: frequency factors and a scaling attribute
+func.func @f(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %f: tensor<8xf32>) {
+  // expected-error @+1 {{freq_factors and a scaling attribute both rescale the frequencies; give one}}
+  %y = ingot.rope %x, %p factors(%f : tensor<8xf32>) {num_heads = 4 : i32, head_dim = 16 : i32, theta = 1.0e+04 : f64, scaling = #ingot.rope_scaling<linear, factor = 2.0>} : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
 // rope_scaling: key of another kind
 func.func @f(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'beta_fast' is not a parameter of llama3 rope scaling}}
@@ -247,10 +265,19 @@ func.func @f(%x: tensor<64xf32>, %w: tensor<64xf32>) {
 
 // -----
 
-// rms_norm: weight size
-func.func @f(%x: tensor<?x64xf32>, %w: tensor<32xf32>) {
+// rms_norm: a weight that neither spans the row nor divides it into groups
+func.func @f(%x: tensor<?x64xf32>, %w: tensor<48xf32>) {
+  // expected-error @+1 {{weight has 48 elements, which divide no row of 64 features into groups}}
+  %y = ingot.rms_norm %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<48xf32>
+  return
+}
+
+// -----
+
+// add_rms_norm: whole rows only (a per-head norm is never fused with an add)
+func.func @f(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<32xf32>) {
   // expected-error @+1 {{weight has 32 elements but the input has 64 features}}
-  %y = ingot.rms_norm %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<32xf32>
+  %s, %y = ingot.add_rms_norm %x, %r, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<32xf32>
   return
 }
 

@@ -37,9 +37,13 @@ func.func @norms(%x: tensor<?x64xf32>, %y: tensor<5x64xbf16>) -> (tensor<?x64xf3
   %b = ingot.weight "norm.bias" {handle = 2 : i64} : tensor<64xbf16>
   // CHECK: ingot.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<?x64xf32>, tensor<64xf32>
   %n = ingot.rms_norm %x, %w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  // A per-head norm: a [16] weight on rows of 4 heads.
+  %wh = ingot.weight "q_norm.weight" {handle = 3 : i64} : tensor<16xf32>
+  // CHECK: ingot.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32} : tensor<?x64xf32>, tensor<16xf32>
+  %nh = ingot.rms_norm %n, %wh {epsilon = 1.0e-06 : f32} : tensor<?x64xf32>, tensor<16xf32>
   // CHECK: ingot.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32} : tensor<5x64xbf16>, tensor<64xbf16>, tensor<64xbf16>
   %l = ingot.layer_norm %y, %wb, %b {epsilon = 1.0e-06 : f32} : tensor<5x64xbf16>, tensor<64xbf16>, tensor<64xbf16>
-  return %n, %l : tensor<?x64xf32>, tensor<5x64xbf16>
+  return %nh, %l : tensor<?x64xf32>, tensor<5x64xbf16>
 }
 
 // CHECK-LABEL: func.func @rope_kv_write

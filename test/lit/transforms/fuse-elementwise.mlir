@@ -1,7 +1,7 @@
 // ingot-fuse-elementwise fuses each residual add into the rms_norm of its sum, at the
 // norm's place: the sum's other readers (the next residual add) read the fused op's sum.
-// It leaves a pair alone when the sum is read before the norm, and an rms_norm of anything
-// but an add.
+// It leaves a pair alone when the sum is read before the norm, an rms_norm of anything
+// but an add, and a per-head rms_norm (add_rms_norm normalizes whole rows).
 // RUN: ingot-opt %s --split-input-file --ingot-fuse-elementwise | FileCheck %s
 
 // A decoder layer's two residual adds, each followed by a norm.
@@ -38,6 +38,19 @@ func.func @read_before(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> (tensor<?x8x
   %w = ingot.weight "norm" {handle = 0 : i64} : tensor<8xf32>
   %y = ingot.rms_norm %s, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
   return %m, %y : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// A per-head norm of a sum ([4] weight on rows of 8: two groups) stays unfused.
+// CHECK-LABEL: func.func @per_head
+// CHECK: ingot.add
+// CHECK-NEXT: ingot.rms_norm
+// CHECK-NOT: ingot.add_rms_norm
+func.func @per_head(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %w: tensor<4xf32>) -> tensor<?x8xf32> {
+  %s = ingot.add %a, %b : tensor<?x8xf32>
+  %y = ingot.rms_norm %s, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<4xf32>
+  return %y : tensor<?x8xf32>
 }
 
 // -----
@@ -80,6 +93,39 @@ func.func @attention_block(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tenso
   %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 1 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
   %a = ingot.attention %qr, %c1, %bt, %sl, %qs
       {layer = 1 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
+      : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a : tensor<?x64xf32>
+}
+
+// -----
+
+// Frequency factors (Llama 3 GGUFs' rope_freqs) travel with the fused op; ropes with other
+// factors than the keys' stay apart.
+!cache = !ingot.kv_cache<num_layers = 1, num_kv_heads = 2, head_dim = 16, element_type = f32>
+// CHECK-LABEL: func.func @factors
+// CHECK-SAME: %[[F:[^:]*]]: tensor<8xf32>
+// CHECK: ingot.rope_kv_write %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} factors(%[[F]] : tensor<8xf32>)
+// CHECK-LABEL: func.func @other_factors
+// CHECK-NOT: ingot.rope_kv_write
+func.func @factors(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                   %pos: tensor<?xi32>, %cache: !cache, %slots: tensor<?xi32>,
+                   %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %qs: tensor<?xi32>, %f: tensor<8xf32>) -> tensor<?x64xf32> {
+  %qr = ingot.rope %q, %pos factors(%f : tensor<8xf32>) {num_heads = 4 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64} : tensor<?x64xf32>, tensor<?xi32>
+  %kr = ingot.rope %k, %pos factors(%f : tensor<8xf32>) {num_heads = 2 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64} : tensor<?x32xf32>, tensor<?xi32>
+  %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 0 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
+  %a = ingot.attention %qr, %c1, %bt, %sl, %qs
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
+      : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a : tensor<?x64xf32>
+}
+func.func @other_factors(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>,
+                         %pos: tensor<?xi32>, %cache: !cache, %slots: tensor<?xi32>,
+                         %bt: tensor<?x?xi32>, %sl: tensor<?xi32>, %qs: tensor<?xi32>, %f: tensor<8xf32>) -> tensor<?x64xf32> {
+  %qr = ingot.rope %q, %pos factors(%f : tensor<8xf32>) {num_heads = 4 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64} : tensor<?x64xf32>, tensor<?xi32>
+  %kr = ingot.rope %k, %pos {num_heads = 2 : i32, head_dim = 16 : i32, theta = 5.0e+05 : f64} : tensor<?x32xf32>, tensor<?xi32>
+  %c1 = ingot.kv_write %cache, %kr, %v, %slots {layer = 0 : i32} : !cache, tensor<?x32xf32>, tensor<?xi32>
+  %a = ingot.attention %qr, %c1, %bt, %sl, %qs
+      {layer = 0 : i32, num_heads = 4 : i32, num_kv_heads = 2 : i32, head_dim = 16 : i32, scale = 0.25 : f32}
       : tensor<?x64xf32>, !cache, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>
   return %a : tensor<?x64xf32>
 }
