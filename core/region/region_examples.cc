@@ -83,7 +83,7 @@ std::vector<uint8_t> documentMaskBytecode() {
   return b.finish();
 }
 
-std::vector<uint8_t> treeMaskBytecode() {
+std::vector<uint8_t> treeMaskBytecode(int64_t window) {
   RegionBytecodeBuilder b(RegionKind::kMask);
   uint8_t tree_start = b.addOperand(RegionType::kI32, 1);
   uint8_t tree_bits = b.addOperand(RegionType::kI32, 3);
@@ -110,7 +110,13 @@ std::vector<uint8_t> treeMaskBytecode() {
   Reg causal = b.cmpi(CmpIPredicate::kUle, kv, q);
   // A prefix slot follows the causal rule; a tree slot also needs its ancestor bit.
   Reg allowed = b.binary(RegionOpcode::kOrI, kv_in_prefix, ancestor);
-  b.yield(b.binary(RegionOpcode::kAndI, causal, allowed));
+  Reg visible = b.binary(RegionOpcode::kAndI, causal, allowed);
+  if (window > 0) {
+    Reg distance = b.binary(RegionOpcode::kSubI, q, kv);
+    Reg in_window = b.cmpi(CmpIPredicate::kUlt, distance, b.constantIndex(window));
+    visible = b.binary(RegionOpcode::kAndI, visible, in_window);
+  }
+  b.yield(visible);
   return b.finish();
 }
 

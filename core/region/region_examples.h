@@ -29,8 +29,10 @@ std::vector<uint8_t> documentMaskBytecode();
 /// Speculative tree mask with operands #0 tree_start: i32[b] (first tree slot of request b)
 /// and #1 tree_bits: i32[b, node, word] (bit j of node i: tree node j is an ancestor-or-self
 /// of node i). Slots before the tree are causal; a tree slot sees a tree slot only through
-/// its bit. Load indices are clamped to 0 so every (q, kv) evaluates without error.
-std::vector<uint8_t> treeMaskBytecode();
+/// its bit. Load indices are clamped to 0 so every (q, kv) evaluates without error. A
+/// positive `window` also requires q - kv < window (Gemma 3's local layers, as the importer
+/// writes them).
+std::vector<uint8_t> treeMaskBytecode(int64_t window = 0);
 
 /// All six with small parameters (window 4, 8 heads, cap 30), for tests and fuzz seeds.
 std::vector<RegionExample> regionExamples();

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/region/region_program.h"
 #include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/backend/cpu/paged_attention.h"
 #include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/spec/accepted_kv.h"
 #include "runtime/spec/verify.h"
@@ -103,6 +105,25 @@ int64_t Engine::defaultKvBlocks(const schema::ModelConfigDef& config) {
          block_size;
 }
 
+/// The widest sliding window among the artifact's attention variants (0: none): the
+/// variants' masks as the CPU backend analyzes them.
+static int64_t slidingWindowOf(const Artifact& artifact) {
+  const auto* variants = artifact.manifest().attention_variants();
+  int64_t widest = 0;
+  if (!variants) return 0;
+  for (const schema::AttentionVariantDef* v : *variants) {
+    if (!v->mask_bytecode() || v->mask_bytecode()->size() == 0) continue;
+    StatusOr<RegionProgram> mask =
+        decodeRegionBytecode(v->mask_bytecode()->data(), v->mask_bytecode()->size());
+    if (!mask.ok()) continue;  // the backend has refused such an artifact already
+    AttentionVariantPrograms programs;
+    programs.mask = &*mask;
+    programs.analyze();
+    widest = std::max(widest, programs.window);
+  }
+  return widest;
+}
+
 StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
                                                  const EngineOptions& options) {
   const schema::ModelConfigDef* config = artifact.manifest().config();
@@ -191,6 +212,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const Artifact& artifact,
                              ": speculative trees (more than one branch) need an artifact whose "
                              "attention reads tree_start/tree_bits; recompile it, or use chains "
                              "(one branch)");
+    if (spec.max_branches > 1 && slidingWindowOf(artifact) > 0)
+      return unimplemented(artifact.source() +
+                           ": speculative trees (more than one branch) with sliding-window "
+                           "attention layers: a sibling's KV slot is not its position, so its "
+                           "window would end early; use chains (one branch)");
   }
   e->kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(blocks), block_size,
                                             options.enable_prefix_cache);

@@ -10,142 +10,6 @@
 #include <mutex>
 
 namespace ingot {
-namespace {
-
-/// Mask region argument numbers (schemas/region_bytecode.h).
-constexpr uint8_t kMaskArgHead = 1;
-constexpr uint8_t kMaskArgQ = 2;
-constexpr uint8_t kMaskArgKv = 3;
-
-constexpr uint8_t kMaskArgB = 0;
-
-/// The instruction defining each register (null where none does).
-std::vector<const RegionInstruction*> definitions(const RegionProgram& program) {
-  std::vector<const RegionInstruction*> def(program.registerCount(), nullptr);
-  for (const RegionInstruction& ins : program.instructions())
-    if (ins.opcode != RegionOpcode::kYield && ins.dst < def.size()) def[ins.dst] = &ins;
-  return def;
-}
-
-/// Whether register `reg` is the compare kv <= q (or q >= kv) of the arguments.
-bool isCausalCompare(const std::vector<const RegionInstruction*>& def, uint16_t reg) {
-  const RegionInstruction* cmp = def[reg];
-  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return false;
-  auto isArg = [&](uint16_t r, uint8_t arg) {
-    return def[r] && def[r]->opcode == RegionOpcode::kArgument && def[r]->a8 == arg;
-  };
-  const auto p = static_cast<CmpIPredicate>(cmp->a8);
-  const uint16_t lhs = cmp->src[0], rhs = cmp->src[1];
-  // q and kv are non-negative, so signed and unsigned orders agree.
-  if ((p == CmpIPredicate::kUle || p == CmpIPredicate::kSle) && isArg(lhs, kMaskArgKv) &&
-      isArg(rhs, kMaskArgQ))
-    return true;
-  return (p == CmpIPredicate::kUge || p == CmpIPredicate::kSge) && isArg(lhs, kMaskArgQ) &&
-         isArg(rhs, kMaskArgKv);
-}
-
-/// Whether register `reg` depends on no mask argument but `b` (constants, loads indexed by
-/// such values and arithmetic on them).
-bool readsOnlyRequest(const RegionProgram& program,
-                      const std::vector<const RegionInstruction*>& def, uint16_t reg) {
-  std::vector<uint16_t> work{reg};
-  std::vector<bool> seen(def.size(), false);
-  while (!work.empty()) {
-    const uint16_t r = work.back();
-    work.pop_back();
-    if (seen[r]) continue;
-    seen[r] = true;
-    const RegionInstruction* ins = def[r];
-    if (!ins) return false;
-    if (ins->opcode == RegionOpcode::kArgument) {
-      if (ins->a8 != kMaskArgB) return false;
-      continue;
-    }
-    for (uint8_t i = 0; i < ins->num_src && i < 3; ++i) work.push_back(ins->src[i]);
-    if (ins->opcode == RegionOpcode::kRegionLoad)
-      for (uint32_t d = 0; d < ins->rank; ++d)
-        work.push_back(program.loadIndices()[ins->first_index + d]);
-  }
-  return true;
-}
-
-/// E when `reg` is the compare kv < E (signed) or E > kv with E reading only `b`; else -1.
-/// (Unsigned compares are left alone: a negative E would then make every key visible.)
-int prefixBound(const RegionProgram& program, const std::vector<const RegionInstruction*>& def,
-                uint16_t reg) {
-  const RegionInstruction* cmp = def[reg];
-  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return -1;
-  auto isKv = [&](uint16_t r) {
-    return def[r] && def[r]->opcode == RegionOpcode::kArgument && def[r]->a8 == kMaskArgKv;
-  };
-  const auto p = static_cast<CmpIPredicate>(cmp->a8);
-  int bound = -1;
-  if (p == CmpIPredicate::kSlt && isKv(cmp->src[0])) bound = cmp->src[1];
-  if (p == CmpIPredicate::kSgt && isKv(cmp->src[1])) bound = cmp->src[0];
-  if (bound < 0 || !readsOnlyRequest(program, def, static_cast<uint16_t>(bound))) return -1;
-  return bound;
-}
-
-/// True when `program` is exactly: q, kv arguments, one compare meaning kv <= q, yield.
-bool isCausalMask(const RegionProgram& program) {
-  int qReg = -1, kvReg = -1, cmpReg = -1;
-  const RegionInstruction* cmp = nullptr;
-  for (const RegionInstruction& ins : program.instructions()) {
-    switch (ins.opcode) {
-      case RegionOpcode::kArgument:
-        if (ins.a8 == kMaskArgQ) qReg = ins.dst;
-        else if (ins.a8 == kMaskArgKv) kvReg = ins.dst;
-        break;
-      case RegionOpcode::kCmpI:
-        if (cmp) return false;
-        cmp = &ins;
-        cmpReg = ins.dst;
-        break;
-      case RegionOpcode::kYield:
-        if (!cmp || ins.src[0] != cmpReg) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  if (!cmp || qReg < 0 || kvReg < 0) return false;
-  const auto p = static_cast<CmpIPredicate>(cmp->a8);
-  const int lhs = cmp->src[0], rhs = cmp->src[1];
-  // q and kv are non-negative, so signed and unsigned orders agree.
-  if ((p == CmpIPredicate::kUle || p == CmpIPredicate::kSle) && lhs == kvReg && rhs == qReg)
-    return true;
-  if ((p == CmpIPredicate::kUge || p == CmpIPredicate::kSge) && lhs == qReg && rhs == kvReg)
-    return true;
-  return false;
-}
-
-}  // namespace
-
-void AttentionVariantPrograms::analyze() {
-  mask_reads_head = false;
-  mask_is_causal = false;
-  if (!mask) return;
-  for (const RegionInstruction& ins : mask->instructions())
-    if (ins.opcode == RegionOpcode::kArgument && ins.a8 == kMaskArgHead) mask_reads_head = true;
-  mask_is_causal = isCausalMask(*mask);
-  mask_implies_causal = mask_is_causal;
-  prefix_bound_reg = -1;
-  if (mask_is_causal) return;
-  // yield(andi(causal, rest)) in either order; rest = ori(kv < E, ...) in either order.
-  const std::vector<const RegionInstruction*> def = definitions(*mask);
-  const RegionInstruction& yield = mask->instructions().back();
-  const RegionInstruction* conj = def[yield.src[0]];
-  if (!conj || conj->opcode != RegionOpcode::kAndI) return;
-  for (int side = 0; side < 2; ++side) {
-    if (!isCausalCompare(def, conj->src[side])) continue;
-    mask_implies_causal = true;
-    const RegionInstruction* disj = def[conj->src[1 - side]];
-    if (!disj || disj->opcode != RegionOpcode::kOrI) return;
-    for (int alt = 0; alt < 2 && prefix_bound_reg < 0; ++alt)
-      prefix_bound_reg = prefixBound(*mask, def, disj->src[alt]);
-    return;
-  }
-}
 
 void kvWriteRows(float* cache, const KvCacheLayout& layout, int64_t layer, const float* k,
                  const float* v, const int32_t* slot_mapping, int64_t t0, int64_t t1) {
@@ -344,18 +208,27 @@ inline void prefetchBlockRows(const AttentionCall& call, int64_t g, int64_t bloc
   }
 }
 
-/// Scores `sj` of head h, query slot qSlot, against n keys: masked by `vis` (null: by the
-/// per-head mask from key evalFrom on, if there is one) to -inf, the rest through the score
-/// region. `slot0` + kv, or slots[kv] when given, is key kv's KV slot.
+/// The first KV slot inside query slot qSlot's window (0 without one).
+inline int64_t windowStart(const AttentionCall& call, int64_t qSlot) {
+  const int64_t w = call.params.variant.window;
+  return w > 0 ? std::max<int64_t>(0, qSlot - w + 1) : 0;
+}
+
+/// Scores `sj` of head h, query slot qSlot, against n keys: masked by its window and `vis`
+/// (null: by the per-head mask from key evalFrom on, if there is one) to -inf, the rest
+/// through the score region. `slot0` + kv, or slots[kv] when given, is key kv's KV slot.
 inline bool maskAndScore(const AttentionCall& call, int64_t b, int64_t h, int64_t qSlot,
                          float* sj, int64_t n, int64_t slot0, const int64_t* slots,
                          const uint8_t* vis, int64_t evalFrom) {
   const AttentionParams& params = call.params;
   const AttentionVariantPrograms& variant = params.variant;
+  const int64_t first = windowStart(call, qSlot);
   for (int64_t kv = 0; kv < n; ++kv) {
     const int64_t slot = slots ? slots[kv] : slot0 + kv;
     bool shown = true;
-    if (vis) {
+    if (slot < first) {
+      shown = false;
+    } else if (vis) {
       shown = vis[kv];
     } else if (call.perHeadMask && !slots && kv >= evalFrom) {
       StatusOr<bool> m =
@@ -425,7 +298,11 @@ bool attendBlocks(const AttentionCall& call, const TileWork& tile, const int64_t
                   int64_t tileKeys) {
   const AttentionParams& params = call.params;
   const int64_t bs = call.bs;
-  for (int64_t start = 0; start < tileKeys; start += bs) {
+  // A sliding window: blocks before every tile token's window are never read.
+  int64_t firstKey = tileKeys;
+  for (int64_t i = 0; i < tile.tileTokens; ++i)
+    if (keysOf[i] > 0) firstKey = std::min(firstKey, windowStart(call, tile.firstSlot + i));
+  for (int64_t start = firstKey / bs * bs; start < tileKeys; start += bs) {
     const int64_t block = tile.blocks[start / bs];
     const float* krows = nullptr;
     const float* vrows = nullptr;
@@ -436,12 +313,15 @@ bool attendBlocks(const AttentionCall& call, const TileWork& tile, const int64_t
       if (n <= 0) continue;
       const int64_t qSlot = tile.firstSlot + i;
       uint8_t* vis = tile.visible + i * bs;
-      // Keys [start, start + evalFrom) of this block are visible without evaluation.
+      // Keys [start, start + hidden) are before the token's window (maskAndScore hides
+      // them); [start, start + evalFrom) are visible without evaluation.
+      const int64_t hidden = std::clamp<int64_t>(windowStart(call, qSlot) - start, 0, n);
+      if (hidden == n) continue;  // the whole block is before this token's window
       const int64_t evalFrom = std::clamp<int64_t>(tile.visibleBelow - start, 0, n);
       if (call.sharedMask) {
-        bool any = evalFrom > 0;
+        bool any = evalFrom > hidden;
         std::memset(vis, 1, evalFrom);
-        for (int64_t j = evalFrom; j < n; ++j) {
+        for (int64_t j = std::max(evalFrom, hidden); j < n; ++j) {
           StatusOr<bool> m = params.variant.mask->evalMaskPrechecked(
               tile.b, tile.g * call.group, qSlot, start + j, params.extra, params.num_extra);
           if (!m.ok()) return call.error.record(m.status()), false;
@@ -469,10 +349,15 @@ bool attendTreeToken(const AttentionCall& call, const TileWork& tile, int64_t i)
   const AttentionParams& params = call.params;
   const int64_t bs = call.bs;
   const int64_t qSlot = tile.firstSlot + i, bound = tile.visibleBelow;
+  // With a window the sequence starts at the block holding its first key; keys before it
+  // are hidden by maskAndScore (not evaluated), so blocks fall where sequential decoding
+  // has them even when the window starts inside the tree.
+  const int64_t first = windowStart(call, qSlot);
+  const int64_t base = first / bs * bs;
   std::vector<int64_t>& keys = *tile.treeKeys;
   keys.clear();
-  for (int64_t kv = 0; kv < bound; ++kv) keys.push_back(kv);
-  for (int64_t kv = bound; kv <= qSlot; ++kv) {
+  for (int64_t kv = base; kv < std::max(bound, first); ++kv) keys.push_back(kv);
+  for (int64_t kv = std::max(bound, first); kv <= qSlot; ++kv) {
     StatusOr<bool> m = params.variant.mask->evalMaskPrechecked(
         tile.b, tile.g * call.group, qSlot, kv, params.extra, params.num_extra);
     if (!m.ok()) return call.error.record(m.status()), false;
@@ -481,12 +366,12 @@ bool attendTreeToken(const AttentionCall& call, const TileWork& tile, int64_t i)
   const int64_t total = static_cast<int64_t>(keys.size());
   for (int64_t start = 0; start < total; start += bs) {
     const int64_t n = std::min(bs, total - start);
-    if (start + n <= bound) {  // a whole block below the bound: read in place
+    if (base + start + n <= bound) {  // a whole block below the bound: read in place
       const float* krows = nullptr;
       const float* vrows = nullptr;
       int64_t stride = 0;
-      blockRows(call, tile, tile.blocks[start / bs], n, &krows, &vrows, &stride);
-      if (!accumulate(call, tile, i, krows, vrows, stride, n, start, nullptr, nullptr, n))
+      blockRows(call, tile, tile.blocks[(base + start) / bs], n, &krows, &vrows, &stride);
+      if (!accumulate(call, tile, i, krows, vrows, stride, n, base + start, nullptr, nullptr, n))
         return false;
       continue;
     }

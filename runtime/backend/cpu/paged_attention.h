@@ -57,8 +57,13 @@ struct AttentionVariantPrograms {
   /// False when the mask never reads its `h` argument: it is then evaluated once per
   /// (q, kv) and shared by the heads of a GQA group.
   bool mask_reads_head = true;
-  /// The mask is exactly `kv <= q` (causal): evaluated natively, without the interpreter.
+  /// The mask is exactly `kv <= q` (causal), apart from a window: evaluated natively,
+  /// without the interpreter.
   bool mask_is_causal = false;
+  /// The mask is `rest && q - kv < window` (a sliding window): keys before q - window + 1
+  /// are hidden without evaluating it, and KV blocks wholly before every query's window are
+  /// not read. 0: no window. The flags above and below describe `rest`.
+  int64_t window = 0;
   /// The mask is `kv <= q && ...`: no key after the query's own slot is visible.
   bool mask_implies_causal = false;
   /// The mask is `kv <= q && (kv < E || ...)` with E reading only the request index `b`
@@ -111,7 +116,8 @@ struct AttentionScratch {
 
 /// out[t, h*D:(h+1)*D] = softmax_kv(score(scale * q.k)) . v for every new token t, over
 /// kv in [0, seq_lens[b]) where the mask holds (q = the token's KV slot within its request,
-/// see the contract in /tmp/ingot-plan3.md). A query with every slot masked gets zeros.
+/// the mask region's `q` argument of docs/attention-variants.md). A query with every slot
+/// masked gets zeros.
 /// Each output depends only on its own token's inputs, so batching does not change it.
 /// Errors: a region that traps or reads outside an extra operand.
 /// An fp8 cache gives the same results as an f32 cache holding its decoded values.

@@ -256,6 +256,13 @@ std::vector<Variant> variants(int64_t H) {
                nullptr};
   tree.treeOperands = true;
   v.push_back(tree);
+  // Gemma 3's local layers: the tree mask within a 5-key window.
+  Variant treeWindow{"tree_window", treeMaskBytecode(5), {},
+                     [ref = tree.maskRef](const Batch& bt, int64_t b, int64_t h, int64_t q,
+                                          int64_t kv) { return ref(bt, b, h, q, kv) && q - kv < 5; },
+                     nullptr};
+  treeWindow.treeOperands = true;
+  v.push_back(treeWindow);
   return v;
 }
 
@@ -281,10 +288,13 @@ void runCase(const std::vector<Req>& reqs, int64_t group, uint32_t seed) {
     p.variant.score = var.score.empty() ? nullptr : &*score;
     p.variant.analyze();
     EXPECT_EQ(p.variant.mask_is_causal, var.name == "causal" || var.name == "alibi" ||
-                                            var.name == "softcap");
+                                            var.name == "softcap" || var.name == "sliding_window");
     // The tree mask is causal and shows every key before the tree without evaluation.
     EXPECT_EQ(p.variant.mask_implies_causal, var.name != "none");
-    EXPECT_EQ(p.variant.prefix_bound_reg >= 0, var.name == "tree_mask");
+    const bool tree = var.name == "tree_mask" || var.name == "tree_window";
+    EXPECT_EQ(p.variant.prefix_bound_reg >= 0, tree);
+    // A window is seen through: keys before it are neither evaluated nor read.
+    EXPECT_EQ(p.variant.window, var.name == "sliding_window" ? 4 : var.name == "tree_window" ? 5 : 0);
     const int64_t docShape[2] = {static_cast<int64_t>(reqs.size()), bt.max_len};
     const int64_t startShape[1] = {static_cast<int64_t>(reqs.size())};
     const int64_t bitsShape[3] = {static_cast<int64_t>(reqs.size()), bt.tree_nodes, bt.tree_words};
@@ -333,6 +343,29 @@ void runCase(const std::vector<Req>& reqs, int64_t group, uint32_t seed) {
               ASSERT_LE(std::fabs(got[i] - want[i]), bound) << "fp8 element " << i;
             }
           }
+    }
+    if (p.variant.window > 0) {
+      // KV blocks wholly before every new token's window are never read: NaN there
+      // changes nothing (a NaN value row would reach the output even at weight 0).
+      SCOPED_TRACE(var.name + " with NaN before the window");
+      Batch poisoned = bt;
+      const int64_t bs = bt.layout.block_size;
+      for (size_t r = 0; r < reqs.size(); ++r) {
+        const int64_t first = std::max<int64_t>(0, reqs[r].len - reqs[r].fresh - p.variant.window + 1);
+        for (int64_t i = 0; i < first / bs; ++i) {
+          const int64_t block = bt.block_tables[r * bt.max_blocks + i];
+          for (int64_t kv = 0; kv < 2; ++kv)
+            std::fill_n(poisoned.pool.begin() + bt.layout.rowOffset(block, bt.layer, kv, 0),
+                        bs * bt.layout.rowFloats(), std::numeric_limits<float>::quiet_NaN());
+        }
+      }
+      AttentionScratch scratch;
+      std::vector<float> clean(bt.T * bt.H * bt.D), dirty(clean.size());
+      ASSERT_TRUE(pagedAttention(bt.q.data(), bt.pool.data(), bt.layout, batch, p, clean.data(),
+                                 pool, cpuKernels(detectSimdLevel()), scratch).ok());
+      ASSERT_TRUE(pagedAttention(bt.q.data(), poisoned.pool.data(), bt.layout, batch, p,
+                                 dirty.data(), pool, cpuKernels(detectSimdLevel()), scratch).ok());
+      ASSERT_EQ(std::memcmp(clean.data(), dirty.data(), clean.size() * sizeof(float)), 0);
     }
   }
 }
