@@ -3,11 +3,22 @@
 
     pip install transformers torch gguf safetensors   # made with transformers 5.24, torch 2.15
     python3 scripts/make_tiny_checkpoints.py models/SmolLM2-135M-Instruct.Q4_1.gguf \
-        <llama.cpp source dir, e.g. llama_cpp_python-0.3.36/vendor/llama.cpp>
+        <llama.cpp source dir, e.g. llama_cpp_python-0.3.36/vendor/llama.cpp> [MODEL ...]
 
-Two random models that share SmolLM2's tokenizer (49152 tokens, pre-tokenizer "smollm"):
-  llama/  Llama, 2 layers, hidden 16, 4 heads (2 kv), intermediate 64, tied embeddings
-  qwen2/  Qwen2, same sizes, q/k/v biases, untied lm_head
+Random models that share SmolLM2's tokenizer (49152 tokens, pre-tokenizer "smollm"); the
+MODEL arguments (default: all) remake only those, keeping the others' files and goldens:
+  llama/   Llama, 2 layers, hidden 16, 4 heads (2 kv), intermediate 64, tied embeddings
+  qwen2/   Qwen2, same sizes, q/k/v biases, untied lm_head
+  llama3/  Llama 3.x RoPE: head_dim 8, rope_type llama3 (factor 8, original context 16, so
+           its 4 frequencies are kept, interpolated and slowed); its GGUF holds them as
+           rope_freqs.weight, as llama.cpp writes Llama 3.1/3.2 GGUFs
+  qwen3/   Qwen3, same sizes with head_dim 8, per-head q/k RMSNorm, tied embeddings
+  phi3/    Phi-3 (mini 4k shape): fused qkv_proj and gate_up_proj, a 4-token sliding
+           window on every layer, untied lm_head
+  gemma3/  Gemma 3 (text), 6 layers (5 with a 4-token sliding window and RoPE base 1e4,
+           layer 5 global with 1e6), head_dim 8, query_pre_attn_scalar 8, GeGLU, sandwich
+           and q/k norms, scaled embeddings, tied: the values a Gemma 3 GGUF leaves out are
+           the published ones the GGUF importer assumes
 Each is a Hugging Face directory of sharded bf16 safetensors (>= 2 shards, with
 model.safetensors.index.json), converted to GGUF (bf16) by llama.cpp's convert_hf_to_gguf.py.
 goldens.json holds transformers' float32 logits on the bf16 weights for a few token
@@ -23,7 +34,9 @@ import tempfile
 
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig,
+                          LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 SEQUENCES_TEXT = [
     "The capital of France is Paris.",
@@ -61,13 +74,14 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def randomize(model: torch.nn.Module, seed: int) -> None:
-    """Random weights large enough that logits are not all near zero; norms around 1."""
+def randomize(model: torch.nn.Module, seed: int, norm_offset: float = 1.0) -> None:
+    """Random weights large enough that logits are not all near zero; norms around 1
+    (Gemma's norms multiply by 1 + w: norm_offset 0 puts w around 0)."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+                p.copy_(norm_offset + 0.2 * torch.randn(p.shape, generator=gen))
             elif name.endswith(".bias"):
                 p.copy_(0.3 * torch.randn(p.shape, generator=gen))
             else:
@@ -100,11 +114,12 @@ def minify_json(path):
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         print(__doc__)
         return 2
     gguf_path = os.path.abspath(sys.argv[1])
     llama_cpp = os.path.abspath(sys.argv[2])
+    only = set(sys.argv[3:])
     out = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "test", "data", "tiny"))
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -128,18 +143,41 @@ def main() -> int:
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     sequences = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in SEQUENCES_TEXT]
 
+    gemma = dict(COMMON, num_hidden_layers=6, head_dim=8, query_pre_attn_scalar=8,
+                 sliding_window=4, rope_theta=None,
+                 layer_types=["sliding_attention"] * 5 + ["full_attention"],
+                 rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+                 hidden_activation="gelu_pytorch_tanh", final_logit_softcapping=None,
+                 attn_logit_softcapping=None, rms_norm_eps=1e-6)
+    del gemma["rope_theta"]
+    llama3 = dict(COMMON, head_dim=8, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
+    del llama3["rope_theta"]
     models = {
         "llama": (LlamaConfig(**COMMON, tie_word_embeddings=True), LlamaForCausalLM, 1),
         "qwen2": (Qwen2Config(**COMMON, tie_word_embeddings=False), Qwen2ForCausalLM, 2),
+        "llama3": (LlamaConfig(**llama3, tie_word_embeddings=True), LlamaForCausalLM, 5),
+        "qwen3": (Qwen3Config(**COMMON, head_dim=8, tie_word_embeddings=True,
+                              use_sliding_window=False), Qwen3ForCausalLM, 3),
+        "gemma3": (Gemma3TextConfig(**gemma, tie_word_embeddings=True), Gemma3ForCausalLM, 4),
+        "phi3": (Phi3Config(**COMMON, sliding_window=4, original_max_position_embeddings=256,
+                            tie_word_embeddings=False), Phi3ForCausalLM, 6),
     }
-    result = {
-        "reference": f"transformers {transformers.__version__}, torch {torch.__version__}, "
-                     "float32 on the bf16 weights",
-        "models": {},
-    }
+    goldens_path = os.path.join(out, "goldens.json")
+    result = {"models": {}}
+    if only and os.path.exists(goldens_path):
+        with open(goldens_path) as f:
+            result = json.load(f)
+    result.setdefault("references", {})
     for name, (config, cls, seed) in models.items():
+        if only and name not in only:
+            continue
+        result["references"][name] = (f"transformers {transformers.__version__}, torch "
+                                      f"{torch.__version__}, float32 on the bf16 weights")
         model = cls(config)
-        randomize(model, seed)
+        randomize(model, seed, norm_offset=0.0 if name == "gemma3" else 1.0)
         model.eval()
         directory = os.path.join(out, name)
         shutil.rmtree(directory, ignore_errors=True)
@@ -151,12 +189,21 @@ def main() -> int:
         tokenizer.save_pretrained(directory)
         for f in ("tokenizer.json",):
             minify_json(os.path.join(directory, f))
+        if name == "phi3":
+            # llama.cpp's Phi-3 converter wants a SentencePiece model unless the config names
+            # GPT2Tokenizer (Phi-4's byte-level BPE), which SmolLM2's tokenizer is.
+            config_path = os.path.join(directory, "tokenizer_config.json")
+            with open(config_path) as f:
+                tok_config = json.load(f)
+            tok_config["tokenizer_class"] = "GPT2Tokenizer"
+            with open(config_path, "w") as f:
+                json.dump(tok_config, f, indent=2)
         subprocess.run([sys.executable, "-c", CONVERT, os.path.join(llama_cpp, "convert_hf_to_gguf.py"),
                         directory, "--outtype", "bf16", "--outfile",
                         os.path.join(out, name + ".gguf")],
                        check=True, env={**os.environ,
                                         "PYTHONPATH": os.path.join(llama_cpp, "gguf-py")})
-    with open(os.path.join(out, "goldens.json"), "w") as f:
+    with open(goldens_path, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
     for root, _, files in os.walk(out):

@@ -261,9 +261,12 @@ Status addLayerFolds(const importer::ImportedModel &model, int32_t layer, const 
       fold(scales.attentionInput, cfg.hiddenSize, "attention input",
            {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
            {"input_layernorm.weight"}));
+  // The norm whose output the MLP reads: with sandwich norms (Gemma 3) the MLP has its own,
+  // post_attention_layernorm then normalizing the attention output before the residual add.
+  const char *mlpNorm = model.features.sandwichNorms ? "pre_feedforward_layernorm.weight"
+                                                     : "post_attention_layernorm.weight";
   INGOT_RETURN_IF_ERROR(fold(scales.mlpInput, cfg.hiddenSize, "MLP input",
-                             {"mlp.gate_proj.weight", "mlp.up_proj.weight"},
-                             {"post_attention_layernorm.weight"}));
+                             {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, {mlpNorm}));
   INGOT_RETURN_IF_ERROR(fold(scales.mlpHidden, cfg.intermediateSize, "MLP hidden",
                              {"mlp.down_proj.weight"}, {"mlp.up_proj.weight"}));
   // V channel (g, d) feeds o_proj input (h, d) for every query head h of group g.

@@ -88,7 +88,14 @@ public:
       writer.setDummyWeights(options.seed);
     if (options.checkpoint && options.checkpoint->hasTokenizer)
       writer.setTokenizer(options.checkpoint->tokenizer);
-    writer.setProvenance(options.provenance);
+    Provenance provenance = options.provenance;
+    // What the importer assumed where the checkpoint was silent (ingot.model "assumed").
+    if (auto dict = module->getAttrOfType<mlir::DictionaryAttr>("ingot.model"))
+      if (auto assumed = dict.getAs<mlir::ArrayAttr>("assumed"))
+        for (mlir::Attribute a : assumed)
+          if (auto text = llvm::dyn_cast<mlir::StringAttr>(a))
+            provenance.assumed.push_back(text.str());
+    writer.setProvenance(provenance);
     if (report) {
       // Distinct source weights: a sharded module names each once per rank.
       llvm::StringSet<> quantizedNames;
@@ -164,10 +171,10 @@ private:
         scaling = rope.getScalingAttr();
       else if (auto fused = llvm::dyn_cast<mlir::ingot::RopeKvWriteOp>(op))
         scaling = fused.getScalingAttr();
-      else
+      // Gemma 3's local layers have no scaling: the summary is the first scaled rope's.
+      if (!scaling)
         return mlir::WalkResult::advance();
-      if (scaling)
-        summarizeRopeScaling(scaling, config.rope);
+      summarizeRopeScaling(scaling, config.rope);
       return mlir::WalkResult::interrupt();
     });
     writer.setModelConfig(std::move(config));

@@ -1,6 +1,7 @@
 //===- GgufImporter.cpp - GGUF checkpoints to an ImportedModel ------------===//
 #include "compiler/import/GgufImporter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -22,14 +23,23 @@ struct ArchitectureInfo {
   /// llama.cpp's converter permuted Q/K rows for interleaved RoPE.
   bool permutedQk;
   bool attentionBias;
+  bool qkNorm;
+  /// Gemma 2/3: the attention and MLP outputs are normalized before their residual adds,
+  /// GGUF's ffn_norm is the MLP's own input norm.
+  bool sandwichNorms;
+  /// Phi-3: attn_qkv holds q, k, v and ffn_up holds gate then up (split at import).
+  bool fusedProjections;
 };
 constexpr ArchitectureInfo kArchitectures[] = {
-    {"llama", true, false},
-    {"qwen2", false, true},
+    {"llama", true, false, false, false, false},
+    {"qwen2", false, true, false, false, false},
+    {"qwen3", false, false, true, false, false},
+    {"gemma3", false, false, true, true, false},
+    {"phi3", false, false, false, false, true},
 };
 
 /// Renames a GGUF tensor ("blk.3.attn_q.weight") to its Hugging Face name, or "".
-std::string huggingFaceName(const std::string &name) {
+std::string huggingFaceName(const std::string &name, const ArchitectureInfo &arch) {
   static const std::pair<const char *, const char *> kGlobal[] = {
       {"token_embd.weight", "model.embed_tokens.weight"},
       {"output_norm.weight", "model.norm.weight"},
@@ -46,11 +56,22 @@ std::string huggingFaceName(const std::string &name) {
       {"attn_q.bias", "self_attn.q_proj.bias"},
       {"attn_k.bias", "self_attn.k_proj.bias"},
       {"attn_v.bias", "self_attn.v_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"attn_output.weight", "self_attn.o_proj.weight"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"},
       {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},
       {"ffn_down.weight", "mlp.down_proj.weight"},
+  };
+  // The norm after attention: the MLP's input norm (Llama) or, with sandwich norms, the
+  // attention output's norm, the MLP then having norms of its own.
+  static const std::pair<const char *, const char *> kPlainNorms[] = {
+      {"ffn_norm.weight", "post_attention_layernorm.weight"},
+  };
+  static const std::pair<const char *, const char *> kSandwichNorms[] = {
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
   };
   if (name.rfind("blk.", 0) != 0)
     return "";
@@ -61,10 +82,23 @@ std::string huggingFaceName(const std::string &name) {
   if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos)
     return "";
   std::string rest = name.substr(dot + 1);
-  for (auto [from, to] : kLayer)
-    if (rest == from)
-      return "model.layers." + layer + "." + to;
-  return "";
+  auto lookup = [&](const auto &table) -> std::string {
+    for (auto [from, to] : table)
+      if (rest == from)
+        return "model.layers." + layer + "." + to;
+    return "";
+  };
+  static const std::pair<const char *, const char *> kFused[] = {
+      {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
+      {"ffn_up.weight", "mlp.gate_up_proj.weight"},
+  };
+  if (arch.fusedProjections)
+    if (std::string fused = lookup(kFused); !fused.empty())
+      return fused;
+  std::string found = lookup(kLayer);
+  if (found.empty())
+    found = arch.sandwichNorms ? lookup(kSandwichNorms) : lookup(kPlainNorms);
+  return found;
 }
 
 /// Reads a required integer key; the message names the key.
@@ -212,6 +246,107 @@ Status readTokenizer(const GgufFile &file, ImportedModel &model) {
   model.config.bosTokenId = t.bosTokenId;
   if (t.eosTokenId >= 0)
     model.config.eosTokenIds.push_back(t.eosTokenId);
+  // A chat model's end of turn / end of message also ends generation (as HF's
+  // generation_config eos ids do).
+  for (const char *key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (StatusOr<int64_t> id = file.getI64(key);
+        id.ok() && *id >= 0 && *id < vocab &&
+        std::find(model.config.eosTokenIds.begin(), model.config.eosTokenIds.end(), *id) ==
+            model.config.eosTokenIds.end())
+      model.config.eosTokenIds.push_back(*id);
+  return okStatus();
+}
+
+/// Gemma 3's chat template as published with its instruction-tuned checkpoints
+/// (tokenizer_config.json), for GGUF files that carry none.
+constexpr const char *kGemma3ChatTemplate =
+    "{{ bos_token }}\n"
+    "{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}\n"
+    "    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n"
+    "{%- else -%}\n"
+    "    {%- set first_user_prefix = \"\" -%}\n"
+    "    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n"
+    "{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    "        {{ raise_exception(\"Conversation roles must alternate "
+    "user/assistant/user/assistant/...\") }}\n"
+    "    {%- endif -%}\n"
+    "    {%- if (message['role'] == 'assistant') -%}\n"
+    "        {%- set role = \"model\" -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n"
+    "        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n"
+    "        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n"
+    "                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n"
+    "                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n"
+    "        {%- endfor -%}\n"
+    "    {%- else -%}\n"
+    "        {{ raise_exception(\"Invalid content type\") }}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<end_of_turn>\n' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{'<start_of_turn>model\n'}}\n"
+    "{%- endif -%}\n";
+
+/// Gemma 3's graph facts. GGUF files hold the window and the global RoPE base; the rest
+/// is Gemma 3's published configuration (Gemma3TextConfig), recorded as assumed. Norm
+/// weights need no shift: llama.cpp's converter stored them as (1 + w) already.
+Status readGemma3(const GgufFile &file, ImportedModel &model) {
+  const ModelConfig &c = model.config;
+  GraphFeatures &f = model.features;
+  f.activation = MlpActivation::GeluTanh;
+  f.embeddingScale = std::sqrt(static_cast<float>(c.hiddenSize));
+  for (const char *key : {"gemma3.final_logit_softcapping", "gemma3.attn_logit_softcapping"})
+    if (file.has(key))
+      return invalidArgument(file.path() + ": key '" + key +
+                             "' (logit soft-capping) is not supported for gemma3");
+  INGOT_RETURN_IF_ERROR(requireInt(file, "gemma3.attention.sliding_window", f.slidingWindow));
+  // Every sixth layer is global (sliding_window_pattern 6), the others local.
+  constexpr int32_t kPattern = 6;
+  f.localLayers.assign(c.numLayers, true);
+  std::string globals;
+  for (int32_t layer = kPattern - 1; layer < c.numLayers; layer += kPattern) {
+    f.localLayers[layer] = false;
+    globals += (globals.empty() ? "" : ",") + std::to_string(layer);
+  }
+  f.assumed.push_back("layer pattern: layers " + (globals.empty() ? "(none)" : globals) +
+                      " global, the others sliding-window (sliding_window_pattern = 6)");
+  f.localRopeTheta = 10000.0;
+  f.assumed.push_back("rope_local_base_freq = 10000 (the local layers' RoPE base)");
+  // query_pre_attn_scalar is the head dimension, but for the 27B model (hidden / heads).
+  const bool is27b = c.hiddenSize == 5376 && c.numHeads == 32;
+  const double scalar = is27b ? double(c.hiddenSize) / c.numHeads : double(c.headDim);
+  f.attentionScale = static_cast<float>(1.0 / std::sqrt(scalar));
+  f.assumed.push_back("query_pre_attn_scalar = " + std::to_string(int64_t(scalar)) +
+                      (is27b ? " (hidden_size / num_heads, the 27B model's)" : " (head_dim)"));
+  Tokenizer &t = model.tokenizer;
+  if (model.hasTokenizer && t.chatTemplate.empty()) {
+    t.chatTemplate = kGemma3ChatTemplate;
+    f.assumed.push_back("chat template: Gemma 3's published template");
+  }
+  // Instruction-tuned Gemma ends a turn with <end_of_turn> (generation_config.json).
+  for (size_t id = 0; id < t.tokens.size(); ++id)
+    if (t.tokens[id] == "<end_of_turn>" &&
+        std::find(model.config.eosTokenIds.begin(), model.config.eosTokenIds.end(),
+                  int64_t(id)) == model.config.eosTokenIds.end()) {
+      model.config.eosTokenIds.push_back(int64_t(id));
+      f.assumed.push_back("eos_token_ids += " + std::to_string(id) +
+                          " (<end_of_turn>, from generation_config)");
+    }
   return okStatus();
 }
 
@@ -230,6 +365,64 @@ StatusOr<uint64_t> hashFile(const std::string &path) {
   uint64_t hash = XXH64_digest(state);
   XXH64_freeState(state);
   return hash;
+}
+
+/// The tensor `info` under its canonical name: dequantized on demand (Q/K rows put back in
+/// Hugging Face order for `permuteHeads` heads), Q4_0 / Q4_1 matrices also as raw blocks.
+ImportedTensor ggufTensor(const std::shared_ptr<GgufFile> &file, const GgufTensorInfo &info,
+                          const std::string &hfName, int32_t permuteHeads, schema::DType dtype) {
+  const std::vector<int64_t> shape = info.shape();
+  ImportedTensor tensor;
+  tensor.name = hfName;
+  tensor.shape = shape;
+  tensor.dtype = dtype;
+  const GgufTensorInfo *source = &info;
+  tensor.readF32 = [file, source, permuteHeads](std::vector<float> &values) -> Status {
+    values.resize(source->numElements);
+    INGOT_RETURN_IF_ERROR(file->dequantizeTensor(*source, values.data()));
+    file->releaseTensorPages(*source);
+    if (permuteHeads > 0)
+      INGOT_RETURN_IF_ERROR(unpermuteRopeRows(values, source->shape(), permuteHeads));
+    return okStatus();
+  };
+  tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
+    std::vector<float> values;
+    INGOT_RETURN_IF_ERROR(readF32(values));
+    return writeConverted(values, dtype, sink);
+  };
+  // Q4_0 / Q4_1 matrices also hand out their blocks for the exact int4 import; a row
+  // is a whole number of blocks, so Q/K rows are un-permuted as block rows.
+  if ((info.type == gguf::GgmlType::Q4_0 || info.type == gguf::GgmlType::Q4_1) &&
+      shape.size() == 2) {
+    tensor.sourceQuant =
+        info.type == gguf::GgmlType::Q4_0 ? SourceQuant::GgufQ4_0 : SourceQuant::GgufQ4_1;
+    tensor.readBlocks = [file, source, permuteHeads](std::vector<uint8_t> &blocks) -> Status {
+      const uint8_t *data = file->tensorData(*source);
+      blocks.assign(data, data + source->numBytes);
+      file->releaseTensorPages(*source);
+      if (permuteHeads > 0) {
+        int64_t rows = source->shape()[0];
+        INGOT_RETURN_IF_ERROR(unpermuteRopeRowBytes(
+            blocks.data(), rows, static_cast<int64_t>(source->numBytes) / rows, permuteHeads));
+      }
+      return okStatus();
+    };
+  }
+  return tensor;
+}
+
+/// Phi-3 mini 4k: every layer attends within phi3.attention.sliding_window (0: Phi-4, none).
+Status readPhi3Window(const GgufFile &file, ImportedModel &model) {
+  if (!file.has("phi3.attention.sliding_window"))
+    return okStatus();
+  StatusOr<int64_t> window = file.getI64("phi3.attention.sliding_window");
+  if (!window.ok())
+    return window.status();
+  if (*window > 0) {
+    model.features.slidingWindow = static_cast<int32_t>(*window);
+    model.features.localLayers.assign(model.config.numLayers, true);
+  }
+  return okStatus();
 }
 
 } // namespace
@@ -259,15 +452,23 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
       arch = &a;
   if (!arch)
     return invalidArgument(path + ": architecture '" + *archName +
-                           "' is not supported (supported: llama, qwen2; Llama 2/3, SmolLM, "
-                           "Mistral and Qwen2 checkpoints use these)");
+                           "' is not supported (supported: llama, qwen2, qwen3, gemma3, phi3; "
+                           "Llama 2/3, SmolLM, Mistral, Qwen2/3, Gemma 3 and Phi-3 checkpoints "
+                           "use these)");
 
   ImportedModel model;
   model.source = path;
   model.features.attentionBias = arch->attentionBias;
+  model.features.qkNorm = arch->qkNorm;
+  model.features.sandwichNorms = arch->sandwichNorms;
+  model.features.fusedProjections = arch->fusedProjections;
   ModelConfig &config = model.config;
   INGOT_RETURN_IF_ERROR(readConfig(*file, *archName, config));
   INGOT_RETURN_IF_ERROR(readTokenizer(*file, model));
+  if (*archName == "gemma3")
+    INGOT_RETURN_IF_ERROR(readGemma3(*file, model));
+  if (*archName == "phi3")
+    INGOT_RETURN_IF_ERROR(readPhi3Window(*file, model));
 
   const GgufTensorInfo *embed = file->findTensor("token_embd.weight");
   if (!embed)
@@ -283,14 +484,15 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
   config.kvDtype = schema::DType::F32;
 
   for (const GgufTensorInfo &info : file->tensors()) {
-    std::string hfName = huggingFaceName(info.name);
-    if (hfName.empty()) {
-      if (info.name == "rope_freqs.weight")
-        return invalidArgument(path + ": tensor 'rope_freqs.weight' (Llama 3 long-context "
-                                      "RoPE factors) is not supported yet");
+    std::string hfName = huggingFaceName(info.name, *arch);
+    if (info.name == kRopeFactorsTensor) // Llama 3's RoPE frequency factors
+      hfName = kRopeFactorsTensor;
+    if (info.name == "rope_factors_long.weight" || info.name == "rope_factors_short.weight")
+      return invalidArgument(path + ": tensor '" + info.name + "' (longrope, Phi-3's 128k-context "
+                                    "RoPE scaling) is not supported");
+    if (hfName.empty())
       return invalidArgument(path + ": unexpected tensor '" + info.name + "' for architecture '" +
                              *archName + "'");
-    }
     std::vector<int64_t> shape = info.shape();
     std::vector<int64_t> expected = expectedLlamaShape(hfName, config);
     if (!expected.empty() && shape != expected)
@@ -309,43 +511,12 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
 
     // Norm weights and biases stay f32: they are tiny and precision-sensitive.
     schema::DType dtype = shape.size() == 1 ? schema::DType::F32 : options.weightDtype;
-    ImportedTensor tensor;
-    tensor.name = hfName;
-    tensor.shape = shape;
-    tensor.dtype = dtype;
-    const GgufTensorInfo *source = &info;
-    tensor.readF32 = [file, source, permuteHeads](std::vector<float> &values) -> Status {
-      values.resize(source->numElements);
-      INGOT_RETURN_IF_ERROR(file->dequantizeTensor(*source, values.data()));
-      file->releaseTensorPages(*source);
-      if (permuteHeads > 0)
-        INGOT_RETURN_IF_ERROR(unpermuteRopeRows(values, source->shape(), permuteHeads));
-      return okStatus();
-    };
-    tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
-      std::vector<float> values;
-      INGOT_RETURN_IF_ERROR(readF32(values));
-      return writeConverted(values, dtype, sink);
-    };
-    // Q4_0 / Q4_1 matrices also hand out their blocks for the exact int4 import; a row
-    // is a whole number of blocks, so Q/K rows are un-permuted as block rows.
-    if ((info.type == gguf::GgmlType::Q4_0 || info.type == gguf::GgmlType::Q4_1) &&
-        shape.size() == 2) {
-      tensor.sourceQuant =
-          info.type == gguf::GgmlType::Q4_0 ? SourceQuant::GgufQ4_0 : SourceQuant::GgufQ4_1;
-      tensor.readBlocks = [file, source, permuteHeads](std::vector<uint8_t> &blocks) -> Status {
-        const uint8_t *data = file->tensorData(*source);
-        blocks.assign(data, data + source->numBytes);
-        file->releaseTensorPages(*source);
-        if (permuteHeads > 0) {
-          int64_t rows = source->shape()[0];
-          INGOT_RETURN_IF_ERROR(unpermuteRopeRowBytes(
-              blocks.data(), rows, static_cast<int64_t>(source->numBytes) / rows, permuteHeads));
-        }
-        return okStatus();
-      };
-    }
-    model.add(std::move(tensor));
+    ImportedTensor tensor = ggufTensor(file, info, hfName, permuteHeads, dtype);
+    StatusOr<std::vector<ImportedTensor>> parts = splitFused(tensor, config);
+    if (!parts.ok())
+      return parts.status();
+    for (ImportedTensor &part : *parts)
+      model.add(std::move(part));
   }
 
   StatusOr<uint64_t> hash = hashFile(path);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "compiler/import/LlamaTensorShapes.h"
 #include "compiler/import/WeightConversion.h"
 #include "compiler/import/hf/HfCheckpoint.h"
 #include "xxhash.h"
@@ -102,10 +103,15 @@ StatusOr<ImportedModel> importHuggingFace(const std::string &dir, const HfImport
     tensor.shape = source->shape;
     tensor.dtype = dtype;
     std::shared_ptr<const hf::SafetensorsFile> shard = ref.shard;
-    tensor.readF32 = [shard, source](std::vector<float> &values) -> Status {
+    const float shift =
+        hasSuffix(source->name, "norm.weight") ? model.features.normWeightShift : 0.0f;
+    tensor.readF32 = [shard, source, shift](std::vector<float> &values) -> Status {
       values.resize(static_cast<size_t>(source->numElements()));
       shard->toFloat(*source, values.data());
       shard->releaseTensorPages(*source);
+      if (shift != 0.0f)
+        for (float &v : values)
+          v += shift;
       return okStatus();
     };
     tensor.produce = [readF32 = tensor.readF32, dtype](const TensorByteSink &sink) -> Status {
@@ -113,7 +119,11 @@ StatusOr<ImportedModel> importHuggingFace(const std::string &dir, const HfImport
       INGOT_RETURN_IF_ERROR(readF32(values));
       return writeConverted(values, dtype, sink);
     };
-    model.add(std::move(tensor));
+    StatusOr<std::vector<ImportedTensor>> parts = splitFused(tensor, model.config);
+    if (!parts.ok())
+      return parts.status();
+    for (ImportedTensor &part : *parts)
+      model.add(std::move(part));
   }
   for (const hf::PackedLinear &layer : ckpt.packedLinears)
     model.add(packedTensor(layer, options.weightDtype));

@@ -70,10 +70,45 @@ struct ImportedTensor {
   std::function<Status(Int4ZeroParts &parts)> readInt4;
 };
 
+/// The canonical name of a Llama 3 GGUF's RoPE frequency factors ([head_dim / 2] f32, each
+/// dividing one frequency); Hugging Face checkpoints give rope_scaling instead.
+inline constexpr const char *kRopeFactorsTensor = "rope_freqs.weight";
+
+/// The gated MLP's activation of its gate.
+enum class MlpActivation { Silu, GeluTanh };
+
 /// Architecture-level facts that change the graph, beyond the numbers in ModelConfig.
 struct GraphFeatures {
   /// q/k/v projections carry a bias (Qwen2).
   bool attentionBias = false;
+  /// Queries and keys are RMS-normalized per head before RoPE (Qwen3, Gemma 3):
+  /// self_attn.q_norm / k_norm, [head_dim] each.
+  bool qkNorm = false;
+  /// Each branch's output is normalized before its residual add, and the MLP has its own
+  /// input norm (Gemma 2/3): post_attention_layernorm then acts on the attention output,
+  /// pre_feedforward_layernorm and post_feedforward_layernorm wrap the MLP.
+  bool sandwichNorms = false;
+  MlpActivation activation = MlpActivation::Silu;
+  /// Added to every *norm.weight at import: Hugging Face Gemma stores w for a norm that
+  /// multiplies by (1 + w); llama.cpp's GGUF converter stored 1 + w already.
+  float normWeightShift = 0.0f;
+  /// Embeddings multiplied by this before the first layer (Gemma: sqrt(hidden)); 0: none.
+  float embeddingScale = 0.0f;
+  /// Softmax scale of the attention scores; 0: 1 / sqrt(head_dim). Gemma 3 uses
+  /// query_pre_attn_scalar^-1/2.
+  float attentionScale = 0.0f;
+  /// Local layers attend to the last `slidingWindow` keys (their own included); 0: no
+  /// local layers. `localLayers[i]` says whether layer i is one, with `localRopeTheta` its
+  /// RoPE base (0: the global base).
+  int32_t slidingWindow = 0;
+  std::vector<bool> localLayers;
+  double localRopeTheta = 0.0;
+  /// Phi-3: q/k/v stored as one self_attn.qkv_proj and gate/up as one mlp.gate_up_proj
+  /// (gate rows first); the importers split them into the Llama names (splitFusedRows).
+  bool fusedProjections = false;
+  /// Values the checkpoint does not hold, taken from the architecture's published
+  /// configuration ("key = value (why)"); the artifact's provenance keeps them.
+  std::vector<std::string> assumed;
 };
 
 struct ImportedModel {

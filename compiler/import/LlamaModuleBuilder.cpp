@@ -77,8 +77,14 @@ public:
     Value embedTable = weight("model.embed_tokens.weight", error);
     if (!embedTable)
       return failure();
+    // Llama 3 GGUFs hold their RoPE frequency factors as a tensor; every rope divides by them.
+    if (model.find(kRopeFactorsTensor) >= 0 && !(ropeFactors = weight(kRopeFactorsTensor, error)))
+      return failure();
     Value h = mlir::ingot::EmbeddingOp::create(b, loc, activation(cfg.hiddenSize), tokens,
                                          embedTable);
+    if (model.features.embeddingScale != 0.0f)
+      h = mlir::ingot::ScaleOp::create(b, loc, h,
+                                       b.getF32FloatAttr(model.features.embeddingScale));
     for (int32_t layer = 0; layer < cfg.numLayers; ++layer) {
       if (failed(decoderLayer(layer, h, cache, error)))
         return failure();
@@ -133,6 +139,12 @@ private:
         b.getNamedAttr("bos_token_id", b.getI64IntegerAttr(cfg.bosTokenId)),
         b.getNamedAttr("eos_token_ids", b.getI64ArrayAttr(cfg.eosTokenIds)),
     };
+    if (!model.features.assumed.empty()) {
+      SmallVector<Attribute> assumed;
+      for (const std::string &a : model.features.assumed)
+        assumed.push_back(b.getStringAttr(a));
+      attrs.push_back(b.getNamedAttr("assumed", b.getArrayAttr(assumed)));
+    }
     return b.getDictionaryAttr(attrs);
   }
 
@@ -167,10 +179,17 @@ private:
                                    mlir::ingot::QuantSchemeAttr{});
   }
 
-  Value rope(Value x, int32_t heads) {
-    return mlir::ingot::RopeOp::create(b, loc, x.getType(), x, positions,
-                                 b.getI32IntegerAttr(heads), b.getI32IntegerAttr(cfg.headDim),
-                                 b.getF64FloatAttr(cfg.rope.theta), ropeScaling());
+  /// RoPE of `x`; a local (sliding-window) layer of a model with a local base takes that
+  /// base and no frequency scaling (Gemma 3's long-context scaling is global-only).
+  Value rope(Value x, int32_t heads, bool local) {
+    const GraphFeatures &f = model.features;
+    const bool localBase = local && f.localRopeTheta > 0.0;
+    return mlir::ingot::RopeOp::create(
+        b, loc, x.getType(), x, positions, localBase ? Value() : ropeFactors,
+        b.getI32IntegerAttr(heads),
+        b.getI32IntegerAttr(cfg.headDim),
+        b.getF64FloatAttr(localBase ? f.localRopeTheta : cfg.rope.theta),
+        localBase ? mlir::ingot::RopeScalingAttr{} : ropeScaling());
   }
 
   mlir::ingot::RopeScalingAttr ropeScaling() {
@@ -204,7 +223,8 @@ private:
   /// its ancestors. A request without a tree passes tree_start = its KV length, which makes
   /// this plain causal attention. Indices are clamped so every load is in bounds for prefix
   /// slots (CPU regions run straight-line and evaluate every load).
-  void treeCausalMask(mlir::ingot::AttentionOp op) {
+  /// A positive `window` also limits each query to its last `window` keys (a local layer).
+  void treeCausalMask(mlir::ingot::AttentionOp op, int64_t window) {
     Region &region = op.getMask();
     Block *block = b.createBlock(&region);
     Type index = b.getIndexType();
@@ -232,17 +252,27 @@ private:
         arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, bit), one));
     Value allowed = arith::OrIOp::create(b, loc, inPrefix, ancestor);
     Value visible = arith::AndIOp::create(b, loc, causal, allowed);
+    if (window > 0) {
+      // A local layer also needs q - kv < window: the query's own key and the window - 1
+      // keys before it (kv <= q holds, so the difference does not wrap).
+      Value distance = arith::SubIOp::create(b, loc, q, kv);
+      Value width = arith::ConstantIndexOp::create(b, loc, window);
+      Value inWindow = arith::CmpIOp::create(b, loc, CmpIPredicate::ult, distance, width);
+      visible = arith::AndIOp::create(b, loc, visible, inWindow);
+    }
     mlir::ingot::YieldOp::create(b, loc, ValueRange{visible});
   }
 
   LogicalResult decoderLayer(int32_t layer, Value &h, Value &cache, std::string &error) {
+    const GraphFeatures &f = model.features;
     std::string p = "model.layers." + std::to_string(layer) + ".";
     int64_t qWidth = int64_t(cfg.numHeads) * cfg.headDim;
     int64_t kvWidth = int64_t(cfg.numKvHeads) * cfg.headDim;
+    const bool local = f.slidingWindow > 0 && layer < int32_t(f.localLayers.size()) &&
+                       f.localLayers[layer];
     auto w = [&](const std::string &suffix) { return weight(p + suffix, error); };
     auto bias = [&](const std::string &proj) -> Value {
-      return model.features.attentionBias ? weight(p + "self_attn." + proj + ".bias", error)
-                                          : Value();
+      return f.attentionBias ? weight(p + "self_attn." + proj + ".bias", error) : Value();
     };
 
     Value inNorm = w("input_layernorm.weight");
@@ -252,14 +282,23 @@ private:
     Value wq = w("self_attn.q_proj.weight"), bq = bias("q_proj");
     Value wk = w("self_attn.k_proj.weight"), bk = bias("k_proj");
     Value wv = w("self_attn.v_proj.weight"), bv = bias("v_proj");
+    Value qNorm = f.qkNorm ? w("self_attn.q_norm.weight") : Value();
+    Value kNorm = f.qkNorm ? w("self_attn.k_norm.weight") : Value();
     if (!error.empty())
       return failure();
-    Value q = rope(linear(x, wq, bq, qWidth), cfg.numHeads);
-    Value k = rope(linear(x, wk, bk, kvWidth), cfg.numKvHeads);
+    Value q = linear(x, wq, bq, qWidth);
+    Value k = linear(x, wk, bk, kvWidth);
+    if (f.qkNorm) { // per head: the weight spans head_dim of the row
+      q = rmsNorm(q, qNorm);
+      k = rmsNorm(k, kNorm);
+    }
+    q = rope(q, cfg.numHeads, local);
+    k = rope(k, cfg.numKvHeads, local);
     Value v = linear(x, wv, bv, kvWidth);
     cache = mlir::ingot::KvWriteOp::create(b, loc, cacheType, cache, k, v, slotMapping,
                                      b.getI32IntegerAttr(layer));
-    float scale = 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
+    float scale = f.attentionScale != 0.0f ? f.attentionScale
+                                           : 1.0f / std::sqrt(static_cast<float>(cfg.headDim));
     auto attn = mlir::ingot::AttentionOp::create(
         b, loc, activation(qWidth), q, cache, blockTables, seqLens, queryStart,
         ValueRange{treeStart, treeBits},
@@ -268,20 +307,30 @@ private:
         b.getF32FloatAttr(scale));
     {
       OpBuilder::InsertionGuard guard(b);
-      treeCausalMask(attn);
+      treeCausalMask(attn, local ? f.slidingWindow : 0);
     }
     Value wo = w("self_attn.o_proj.weight");
-    Value postNorm = w("post_attention_layernorm.weight");
+    Value postAttnNorm = w("post_attention_layernorm.weight");
+    Value preMlpNorm = f.sandwichNorms ? w("pre_feedforward_layernorm.weight") : postAttnNorm;
+    Value postMlpNorm = f.sandwichNorms ? w("post_feedforward_layernorm.weight") : Value();
     Value wg = w("mlp.gate_proj.weight"), wu = w("mlp.up_proj.weight");
     Value wd = w("mlp.down_proj.weight");
     if (!error.empty())
       return failure();
-    h = mlir::ingot::AddOp::create(b, loc, h, linear(attn, wo, {}, cfg.hiddenSize));
-    Value y = rmsNorm(h, postNorm);
+    Value attnOut = linear(attn, wo, {}, cfg.hiddenSize);
+    if (f.sandwichNorms)
+      attnOut = rmsNorm(attnOut, postAttnNorm);
+    h = mlir::ingot::AddOp::create(b, loc, h, attnOut);
+    Value y = rmsNorm(h, preMlpNorm);
     Value gate = linear(y, wg, {}, cfg.intermediateSize);
     Value up = linear(y, wu, {}, cfg.intermediateSize);
-    Value act = mlir::ingot::SiluMulOp::create(b, loc, gate, up);
-    h = mlir::ingot::AddOp::create(b, loc, h, linear(act, wd, {}, cfg.hiddenSize));
+    Value act = f.activation == MlpActivation::GeluTanh
+                    ? mlir::ingot::GeluMulOp::create(b, loc, gate, up).getResult()
+                    : mlir::ingot::SiluMulOp::create(b, loc, gate, up).getResult();
+    Value mlpOut = linear(act, wd, {}, cfg.hiddenSize);
+    if (f.sandwichNorms)
+      mlpOut = rmsNorm(mlpOut, postMlpNorm);
+    h = mlir::ingot::AddOp::create(b, loc, h, mlpOut);
     return success();
   }
 
@@ -293,6 +342,7 @@ private:
   Type f32;
   mlir::ingot::KvCacheType cacheType;
   Value tokens, positions, blockTables, seqLens, queryStart, slotMapping, treeStart, treeBits;
+  Value ropeFactors; // null without rope_freqs
 };
 
 } // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "compiler/import/LlamaTensorShapes.h"
+
 namespace ingot::importer {
 
 Status unpermuteRopeRows(std::vector<float> &values, const std::vector<int64_t> &shape,
@@ -84,6 +86,75 @@ Status writeConverted(const std::vector<float> &values, schema::DType dtype,
     INGOT_RETURN_IF_ERROR(sink(chunk.data(), n * sizeof(uint16_t)));
   }
   return okStatus();
+}
+
+StatusOr<std::vector<ImportedTensor>>
+splitFusedRows(const ImportedTensor &fused,
+               const std::vector<std::pair<std::string, int64_t>> &parts) {
+  if (fused.shape.size() != 2)
+    return invalidArgument("fused tensor '" + fused.name + "' is not a matrix");
+  const int64_t cols = fused.shape[1];
+  int64_t total = 0;
+  for (const auto &part : parts)
+    total += part.second;
+  if (total != fused.shape[0])
+    return invalidArgument("fused tensor '" + fused.name + "' has " +
+                           std::to_string(fused.shape[0]) + " rows, its parts " +
+                           std::to_string(total));
+  std::vector<ImportedTensor> out;
+  int64_t first = 0;
+  for (const auto &[name, rows] : parts) {
+    ImportedTensor part;
+    part.name = name;
+    part.shape = {rows, cols};
+    part.dtype = fused.dtype;
+    part.readF32 = [read = fused.readF32, first, rows, cols](std::vector<float> &values) {
+      std::vector<float> all;
+      INGOT_RETURN_IF_ERROR(read(all));
+      values.assign(all.begin() + first * cols, all.begin() + (first + rows) * cols);
+      return okStatus();
+    };
+    part.produce = [read = part.readF32, dtype = fused.dtype](const TensorByteSink &sink) {
+      std::vector<float> values;
+      INGOT_RETURN_IF_ERROR(read(values));
+      return writeConverted(values, dtype, sink);
+    };
+    // Q4_0 / Q4_1 blocks: a row is a whole number of blocks, so a part is a run of rows.
+    if (fused.readBlocks) {
+      part.sourceQuant = fused.sourceQuant;
+      const int64_t totalRows = fused.shape[0];
+      part.readBlocks = [read = fused.readBlocks, first, rows,
+                         totalRows](std::vector<uint8_t> &blocks) -> Status {
+        std::vector<uint8_t> all;
+        INGOT_RETURN_IF_ERROR(read(all));
+        const size_t rowBytes = all.size() / static_cast<size_t>(totalRows);
+        blocks.assign(all.begin() + first * rowBytes, all.begin() + (first + rows) * rowBytes);
+        return okStatus();
+      };
+    }
+    first += rows;
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+StatusOr<std::vector<ImportedTensor>> splitFused(const ImportedTensor &tensor,
+                                                const ModelConfig &config) {
+  auto ends = [&](const char *suffix) { return hasSuffix(tensor.name, suffix); };
+  const int64_t q = int64_t(config.numHeads) * config.headDim;
+  const int64_t kv = int64_t(config.numKvHeads) * config.headDim;
+  if (ends("self_attn.qkv_proj.weight")) {
+    const std::string base = tensor.name.substr(0, tensor.name.size() - 15);
+    return splitFusedRows(tensor, {{base + "q_proj.weight", q},
+                                   {base + "k_proj.weight", kv},
+                                   {base + "v_proj.weight", kv}});
+  }
+  if (ends("mlp.gate_up_proj.weight")) {
+    const std::string base = tensor.name.substr(0, tensor.name.size() - 19);
+    return splitFusedRows(tensor, {{base + "gate_proj.weight", config.intermediateSize},
+                                   {base + "up_proj.weight", config.intermediateSize}});
+  }
+  return std::vector<ImportedTensor>{tensor};
 }
 
 } // namespace ingot::importer

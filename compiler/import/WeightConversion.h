@@ -10,6 +10,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <string>
+#include <utility>
+
+#include "compiler/import/ImportedModel.h"
 #include "core/artifact/artifact_writer.h"
 
 namespace ingot::importer {
@@ -27,6 +31,19 @@ Status unpermuteRopeRowBytes(uint8_t *bytes, int64_t rows, int64_t rowBytes, int
 /// them into `sink` in chunks, so no second full-size copy exists.
 Status writeConverted(const std::vector<float> &values, schema::DType dtype,
                       const TensorByteSink &sink);
+
+/// The tensors a fused [rows, K] tensor holds, as consecutive row ranges (Phi-3's qkv_proj
+/// and gate_up_proj): each part reads the fused tensor (its readF32) and keeps its rows,
+/// with the fused tensor's dtype. `parts` gives each part's canonical name and row count,
+/// in order; they must add up to the fused tensor's rows.
+StatusOr<std::vector<ImportedTensor>>
+splitFusedRows(const ImportedTensor &fused,
+               const std::vector<std::pair<std::string, int64_t>> &parts);
+
+/// Phi-3's fused tensors (…self_attn.qkv_proj.weight, …mlp.gate_up_proj.weight) as the
+/// Llama tensors the graph reads (q/k/v, gate/up); any other tensor as it is.
+StatusOr<std::vector<ImportedTensor>> splitFused(const ImportedTensor &tensor,
+                                                const ModelConfig &config);
 
 /// f32 -> bf16 bits, round to nearest even; NaN stays NaN.
 uint16_t floatToBf16(float value);

@@ -11,6 +11,7 @@
 
 #include "core/artifact/artifact_reader.h"
 #include "core/artifact/dtype_info.h"
+#include "core/artifact/manifest_checks.h"
 #include "core/artifact/launch_grid.h"
 #include "core/region/region_disassembler.h"
 #include "core/region/region_program.h"
@@ -269,6 +270,46 @@ std::string paramText(schema::OpKind op, const schema::ParamDef* p) {
   return fmt::format("{}={}", printable(p->name(), 32), p->i());
 }
 
+/// "0-4,6-10,12" for ascending layers.
+std::string layerRanges(const std::vector<int64_t>& layers) {
+  std::string text;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(layers[i]) +
+            (j > i ? "-" + std::to_string(layers[j]) : "");
+    i = j + 1;
+  }
+  return text;
+}
+
+/// Which layers attend how (variant and softmax scale) and rotate with which RoPE base:
+/// one line per distinct kind, e.g. Gemma 3's sliding-window and global layers.
+void printLayerKinds(const schema::Manifest& m, const schema::ProgramDef& prog, std::ostream& out) {
+  if (!prog.steps()) return;
+  std::map<std::string, std::vector<int64_t>> attention, rope;
+  for (const schema::ProgramStepDef* step : *prog.steps()) {
+    const schema::ParamDef* layer = findStepParam(*step, "layer");
+    if (!layer) continue;
+    if (step->op() == schema::OpKind::Attention) {
+      std::string kind = step->attention_variant() >= 0
+                             ? printable(m.attention_variants()->Get(step->attention_variant())->name(), 40)
+                             : "plain";
+      if (const schema::ParamDef* scale = findStepParam(*step, "scale"))
+        kind += fmt::format(", scale {:g}", scale->f());
+      attention[kind].push_back(layer->i());
+    } else if (step->op() == schema::OpKind::RopeKvWrite) {
+      if (const schema::ParamDef* theta = findStepParam(*step, "theta"))
+        rope[fmt::format("theta {:g}", theta->f())].push_back(layer->i());
+    }
+  }
+  for (const auto& [kind, layers] : attention)
+    out << fmt::format("    attention {}: layers {}\n", kind, layerRanges(layers));
+  if (rope.size() > 1)
+    for (const auto& [kind, layers] : rope)
+      out << fmt::format("    rope {}: layers {}\n", kind, layerRanges(layers));
+}
+
 void printPrograms(const schema::Manifest& m, const InspectOptions& options, std::ostream& out) {
   out << fmt::format("programs: {}\n", count(m.programs()));
   if (!m.programs()) return;
@@ -284,6 +325,7 @@ void printPrograms(const schema::Manifest& m, const InspectOptions& options, std
                        rank, count(prog->buffers()), count(prog->steps()));
     if (count(prog->layers())) out << ", layers " << listText(prog->layers());
     out << "\n";
+    printLayerKinds(m, *prog, out);
     auto bufferName = [&](int32_t i) {
       return fmt::format("%{} {}", i, printable(prog->buffers()->Get(i)->name(), 24));
     };
@@ -366,6 +408,10 @@ void printTail(const schema::Manifest& m, std::ostream& out) {
     out << fmt::format("  source: {} (xxh64 {:016x})\n", printable(p->source(), 200),
                        p->source_xxh64());
     out << fmt::format("  created: {}\n", printable(p->created()));
+    if (p->assumed() && p->assumed()->size() > 0) {
+      out << "  assumed (the checkpoint lacks them):\n";
+      for (const String* a : *p->assumed()) out << fmt::format("    {}\n", printable(a, 200));
+    }
   }
 }
 

@@ -1,4 +1,5 @@
-// The tiny random Llama and Qwen2 (test/data/tiny, scripts/make_tiny_checkpoints.py), each
+// The tiny random Llama, Qwen2, Qwen3 and Gemma 3 (test/data/tiny,
+// scripts/make_tiny_checkpoints.py), each
 // compiled from its Hugging Face directory and from llama.cpp's GGUF conversion: both
 // importers give the same logits, and those match transformers' float32 goldens.
 #include <algorithm>
@@ -82,6 +83,11 @@ TEST_P(TinyCheckpoint, DirectoryAndGgufGiveTheSameLogits) {
   ASSERT_EQ(fromGguf.size(), cases.size());
   ASSERT_EQ(vocab, 49152);
   ASSERT_EQ(vocabGguf, vocab);
+  // Both importers read the same numbers, so the logits are bit-identical; but llama3: its
+  // directory gives rope_scaling parameters (the frequencies computed as transformers does),
+  // its GGUF the factors llama.cpp's converter rounded to f32 (divided as llama.cpp does),
+  // which moves some frequencies by an ulp. Each matches transformers (MatchesTransformers).
+  const double tolerance = model == "llama3" ? 1e-5 : 0.0;
   double worst = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_EQ(fromDir[i].size(), fromGguf[i].size());
@@ -94,7 +100,7 @@ TEST_P(TinyCheckpoint, DirectoryAndGgufGiveTheSameLogits) {
         ASSERT_TRUE(std::isfinite(a[v]) && std::isfinite(b[v])) << "sequence " << i;
         double diff = std::fabs(double(a[v]) - double(b[v]));
         worst = std::max(worst, diff / largest);
-        ASSERT_LE(diff, 1e-6 * largest)
+        ASSERT_LE(diff, tolerance * largest)
             << model << " sequence " << i << " position " << pos << " token " << v;
       }
     }
@@ -135,7 +141,8 @@ TEST_P(TinyCheckpoint, MatchesTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TinyCheckpoint, testing::Values("llama", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Models, TinyCheckpoint,
+                         testing::Values("llama", "qwen2", "qwen3", "gemma3", "llama3", "phi3"));
 
 }  // namespace
 }  // namespace ingot

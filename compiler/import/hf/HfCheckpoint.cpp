@@ -4,6 +4,7 @@
 #include "compiler/import/LlamaTensorShapes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -23,13 +24,20 @@ using nlohmann::json;
 struct Architecture {
   const char *modelType;
   const char *className;
+  /// The artifact's architecture name.
+  const char *family;
   /// q/k/v projections always carry a bias.
   bool qkvBias;
+  /// Per-head q/k RMSNorm (Qwen3, Gemma 3).
+  bool qkNorm;
 };
 constexpr Architecture kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", false},
-    {"mistral", "MistralForCausalLM", false},
-    {"qwen2", "Qwen2ForCausalLM", true},
+    {"llama", "LlamaForCausalLM", "llama", false, false},
+    {"mistral", "MistralForCausalLM", "llama", false, false},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", true, false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", false, true},
+    {"gemma3_text", "Gemma3ForCausalLM", "gemma3", false, true},
+    {"phi3", "Phi3ForCausalLM", "phi3", false, false},
 };
 
 Status readFile(const std::string &path, std::string &text) {
@@ -105,7 +113,10 @@ Status parseRope(const json &c, const std::string &where, RopeConfig &rope) {
         static_cast<int64_t>(numberOr(scaling, "original_max_position_embeddings", 8192));
   } else {
     return invalidArgument(where + ": rope scaling '" + kind +
-                           "' is not supported (default, linear and llama3 are)");
+                           "' is not supported (default, linear and llama3 are" +
+                           (kind == "longrope" || kind == "su"
+                                ? "; longrope is Phi-3's 128k-context scaling)"
+                                : ")"));
   }
   double partial =
       numberOr(c, "partial_rotary_factor", numberOr(params, "partial_rotary_factor", 1.0));
@@ -115,9 +126,60 @@ Status parseRope(const json &c, const std::string &where, RopeConfig &rope) {
   return okStatus();
 }
 
+/// Gemma 3's text model: sandwich norms stored as w (the graph multiplies by 1 + w), scaled
+/// embeddings, query_pre_attn_scalar, and local (sliding-window) layers with their own
+/// RoPE base, named by layer_types (or every sliding_window_pattern-th layer global).
+Status parseGemma3(const json &c, const std::string &where, ModelConfig &config,
+                   GraphFeatures &f) {
+  for (const char *key : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (auto it = c.find(key); it != c.end() && !it->is_null())
+      return invalidArgument(where + ": " + key + " (logit soft-capping) is not supported");
+  if (c.value("use_bidirectional_attention", false))
+    return invalidArgument(where + ": use_bidirectional_attention (an encoder, EmbeddingGemma) "
+                                   "is not supported");
+  f.sandwichNorms = true;
+  f.normWeightShift = 1.0f;
+  f.embeddingScale = std::sqrt(static_cast<float>(config.hiddenSize));
+  f.attentionScale =
+      static_cast<float>(1.0 / std::sqrt(numberOr(c, "query_pre_attn_scalar", 256.0)));
+  // transformers >= 5: rope_parameters per layer type; older: rope_theta, rope_scaling and
+  // rope_local_base_freq at the top level.
+  json params = c.value("rope_parameters", json());
+  json global = c;
+  double localTheta = numberOr(c, "rope_local_base_freq", 10000.0);
+  if (params.is_object() && params.contains("full_attention")) {
+    global = json{{"rope_parameters", params["full_attention"]}};
+    if (params.contains("sliding_attention") && params["sliding_attention"].is_object())
+      localTheta = numberOr(params["sliding_attention"], "rope_theta", localTheta);
+  }
+  INGOT_RETURN_IF_ERROR(parseRope(global, where, config.rope));
+  f.localRopeTheta = localTheta;
+  auto sw = c.find("sliding_window");
+  if (sw == c.end() || !sw->is_number_integer() || sw->get<int64_t>() <= 0)
+    return invalidArgument(where + ": gemma3 needs a positive integer 'sliding_window'");
+  f.slidingWindow = static_cast<int32_t>(sw->get<int64_t>());
+  f.localLayers.assign(config.numLayers, false);
+  if (auto types = c.find("layer_types"); types != c.end() && types->is_array()) {
+    if (static_cast<int64_t>(types->size()) != config.numLayers)
+      return invalidArgument(where + ": layer_types has " + std::to_string(types->size()) +
+                             " entries for " + std::to_string(config.numLayers) + " layers");
+    for (int32_t i = 0; i < config.numLayers; ++i) {
+      std::string type = (*types)[i].is_string() ? (*types)[i].get<std::string>() : "";
+      if (type != "sliding_attention" && type != "full_attention")
+        return invalidArgument(where + ": layer_types[" + std::to_string(i) + "] '" + type +
+                               "' is neither sliding_attention nor full_attention");
+      f.localLayers[i] = type == "sliding_attention";
+    }
+  } else {
+    const int64_t pattern = static_cast<int64_t>(numberOr(c, "sliding_window_pattern", 6));
+    for (int32_t i = 0; i < config.numLayers; ++i)
+      f.localLayers[i] = pattern <= 0 || (i + 1) % pattern != 0;
+  }
+  return okStatus();
+}
 
 /// True for names the Llama graph uses (per-layer names with a valid layer index).
-bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
+bool isModelTensor(const std::string &name, const ModelConfig &c, const GraphFeatures &features) {
   if (name == "model.embed_tokens.weight" || name == "model.norm.weight" ||
       name == "lm_head.weight")
     return true;
@@ -131,7 +193,17 @@ bool isModelTensor(const std::string &name, const ModelConfig &c, bool bias) {
       std::stoi(layer) >= c.numLayers)
     return false;
   std::string rest = name.substr(dot + 1);
-  const std::vector<std::string> &names = llamaLayerTensorNames(bias);
+  // Phi-3 stores q/k/v and gate/up fused; the importer splits them.
+  if (features.fusedProjections) {
+    if (rest == "self_attn.qkv_proj.weight" || rest == "mlp.gate_up_proj.weight")
+      return true;
+    for (const char *split : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                              "self_attn.v_proj.weight", "mlp.gate_proj.weight",
+                              "mlp.up_proj.weight"})
+      if (rest == split)
+        return false;
+  }
+  const std::vector<std::string> names = llamaLayerTensorNames(features);
   return std::find(names.begin(), names.end(), rest) != names.end();
 }
 
@@ -228,12 +300,21 @@ static Status parseHfConfigUnchecked(const std::string &text, const std::string 
   for (const Architecture &a : kArchitectures)
     if (modelType == a.modelType || (modelType.empty() && className == a.className))
       arch = &a;
+  if (!arch && modelType == "gemma3")
+    return invalidArgument(where + ": Gemma 3 with its vision tower (model_type 'gemma3', "
+                                   "Gemma3ForConditionalGeneration) is multimodal, which is "
+                                   "not supported; its text model (gemma3_text) is");
   if (!arch)
     return invalidArgument(where + ": architecture '" +
                            (className.empty() ? std::string("?") : className) + "' (model_type '" +
-                           modelType + "') is not supported (supported: llama, mistral, qwen2)");
-  config.architecture = std::string(arch->modelType) == "qwen2" ? "qwen2" : "llama";
+                           modelType + "') is not supported (supported: llama, mistral, qwen2, "
+                           "qwen3, gemma3_text, phi3)");
+  config.architecture = arch->family;
   features.attentionBias = arch->qkvBias;
+  features.qkNorm = arch->qkNorm;
+  const bool gemma3 = config.architecture == "gemma3";
+  const bool phi3 = config.architecture == "phi3";
+  features.fusedProjections = phi3;
   if (!arch->qkvBias && c.value("attention_bias", false))
     return invalidArgument(where +
                            ": attention_bias (biases on q/k/v and o_proj) is not "
@@ -241,13 +322,22 @@ static Status parseHfConfigUnchecked(const std::string &text, const std::string 
                            modelType + "'");
   if (c.value("mlp_bias", false))
     return invalidArgument(where + ": mlp_bias is not supported");
+  // Gemma names it hidden_activation; its gelu_pytorch_tanh is the tanh approximation.
   std::string act = c.value("hidden_act", std::string("silu"));
-  if (act != "silu")
-    return invalidArgument(where + ": hidden_act '" + act + "' is not supported (silu is)");
-  if (auto sw = c.find("sliding_window"); sw != c.end() && sw->is_number_integer() &&
-                                          c.value("use_sliding_window", modelType != "qwen2"))
+  if (auto a = c.find("hidden_activation"); a != c.end() && a->is_string())
+    act = a->get<std::string>();
+  if (act == "gelu_pytorch_tanh" && gemma3)
+    features.activation = MlpActivation::GeluTanh;
+  else if (act != "silu")
+    return invalidArgument(where + ": hidden_act '" + act + "' is not supported (silu is" +
+                           (gemma3 ? ", and gelu_pytorch_tanh for gemma3)" : ")"));
+  const bool qwen = modelType == "qwen2" || modelType == "qwen3";
+  if (auto sw = c.find("sliding_window"); !gemma3 && !phi3 && sw != c.end() &&
+                                          sw->is_number_integer() &&
+                                          c.value("use_sliding_window", !qwen))
     return invalidArgument(where + ": sliding-window attention (sliding_window " +
-                           std::to_string(sw->get<int64_t>()) + ") is not supported yet");
+                           std::to_string(sw->get<int64_t>()) + ") is not supported for '" +
+                           modelType + "' yet");
 
   INGOT_RETURN_IF_ERROR(requirePositive(c, "vocab_size", where, config.vocabSize));
   INGOT_RETURN_IF_ERROR(requirePositive(c, "hidden_size", where, config.hiddenSize));
@@ -275,8 +365,19 @@ static Status parseHfConfigUnchecked(const std::string &text, const std::string 
   if (eps == c.end() || !eps->is_number())
     return invalidArgument(where + ": missing key 'rms_norm_eps'");
   config.rmsNormEps = eps->get<float>();
-  INGOT_RETURN_IF_ERROR(parseRope(c, where, config.rope));
-  config.tieWordEmbeddings = c.value("tie_word_embeddings", false);
+  if (gemma3) {
+    INGOT_RETURN_IF_ERROR(parseGemma3(c, where, config, features));
+  } else {
+    INGOT_RETURN_IF_ERROR(parseRope(c, where, config.rope));
+  }
+  // Phi-3 (mini 4k) attends within sliding_window keys on every layer.
+  if (auto sw = c.find("sliding_window"); phi3 && sw != c.end() && sw->is_number_integer()) {
+    if (sw->get<int64_t>() <= 0)
+      return invalidArgument(where + ": sliding_window must be positive");
+    features.slidingWindow = static_cast<int32_t>(sw->get<int64_t>());
+    features.localLayers.assign(config.numLayers, true);
+  }
+  config.tieWordEmbeddings = c.value("tie_word_embeddings", gemma3);
   std::vector<int64_t> bos = idList(c.value("bos_token_id", json()));
   config.bosTokenId = bos.empty() ? -1 : bos.front();
   config.eosTokenIds = idList(c.value("eos_token_id", json()));
@@ -358,7 +459,12 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
     if (name.size() > 9 && name.compare(name.size() - 9, 9, ".inv_freq") == 0)
       continue; // a RoPE cache some older checkpoints saved; recomputed from the config
     if (std::string linear, part; packedPart(name, linear, part)) {
-      if (!isModelTensor(linear, config, ckpt.features.attentionBias) ||
+      if (linear.find("qkv_proj") != std::string::npos ||
+          linear.find("gate_up_proj") != std::string::npos)
+        return invalidArgument(shards[where.first]->path() + ": '" + linear +
+                               "' is a fused projection (Phi-3) stored packed (GPTQ/AWQ), which "
+                               "is not supported; a float checkpoint or a GGUF is");
+      if (!isModelTensor(linear, config, ckpt.features) ||
           expectedLlamaShape(linear, config).size() != 2)
         return invalidArgument(shards[where.first]->path() + ": unexpected tensor '" + name +
                                "' for architecture '" + config.architecture + "'");
@@ -377,7 +483,7 @@ static StatusOr<HfCheckpoint> readHfCheckpointUnchecked(const std::string &direc
     }
     if (name == "lm_head.weight" && config.tieWordEmbeddings)
       continue; // a copy of the tied embedding
-    if (!isModelTensor(name, config, ckpt.features.attentionBias))
+    if (!isModelTensor(name, config, ckpt.features))
       return invalidArgument(shards[where.first]->path() + ": unexpected tensor '" + name +
                              "' for architecture '" + config.architecture + "'");
     const SafetensorsTensor &t = *where.second;

@@ -121,7 +121,7 @@ StatusOr<ImportedModel> importConfigOnly(const std::string &path,
   model.hasTokenizer = described.hasTokenizer;
   model.tokenizer = std::move(described.tokenizer);
   model.sourceXxh64 = XXH64(text.data(), text.size(), 0);
-  for (const std::string &name : llamaTensorNames(model.config, model.features.attentionBias)) {
+  for (const std::string &name : llamaTensorNames(model.config, model.features)) {
     ImportedTensor tensor;
     tensor.name = name;
     tensor.shape = expectedLlamaShape(name, model.config);
