@@ -39,6 +39,32 @@ StatusOr<std::string> readText(const std::string& path) {
   return text.str();
 }
 
+/// The result as JSON at options.json_path; false when the file cannot be written.
+bool writeJson(const EvalPerplexityOptions& options, const PerplexityResult& result,
+               size_t text_tokens, int64_t stride, bool window_bos, int threads) {
+  const double seconds = std::max(result.seconds, 1e-9);
+  nlohmann::json json = {
+      {"artifact", options.artifact},
+      {"text", options.text_path},
+      {"text_tokens", text_tokens},
+      {"context", options.context},
+      {"stride", stride},
+      {"window_bos", window_bos},
+      {"windows", result.num_windows},
+      {"tokens_scored", result.tokens_scored},
+      {"tokens_evaluated", result.tokens_evaluated},
+      {"nll_sum", result.nll_sum},
+      {"mean_nll", result.mean_nll},
+      {"perplexity", result.perplexity},
+      {"seconds", result.seconds},
+      {"tokens_per_s", result.tokens_evaluated / seconds},
+      {"threads", threads},
+  };
+  std::ofstream file(options.json_path);
+  file << json.dump(2) << "\n";
+  return static_cast<bool>(file);
+}
+
 }  // namespace
 
 int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
@@ -78,6 +104,12 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
     return fail(err, "the text " + options.text_path + " has " + std::to_string(tokens.size()) +
                          " token(s) to score; perplexity needs at least 2");
 
+  // Every window reads like the start of a text where the tokenizer starts one with BOS
+  // (Gemma degrades badly without it), as llama.cpp's perplexity does.
+  const int32_t window_bos =
+      tokenizer->data().addBos && tokenizer->bosId() >= 0 && !options.no_window_bos
+          ? tokenizer->bosId()
+          : -1;
   SequenceRunnerOptions runner_options;
   runner_options.num_threads = options.num_threads;
   StatusOr<std::optional<KvDtype>> kv_dtype = parseKvDtypeFlag(options.kv_dtype);
@@ -94,9 +126,10 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
   char line[512];
   std::snprintf(line, sizeof(line),
                 "[ingot] %s: %zu tokens (tokenized in %.2f s), scoring %zu | ctx %lld, stride "
-                "%lld | %d threads, %s\n",
+                "%lld, BOS per window %s | %d threads, %s\n",
                 options.text_path.c_str(), text_tokens, tokenize_s, tokens.size(),
                 static_cast<long long>(options.context), static_cast<long long>(stride),
+                window_bos >= 0 ? "yes" : "no",
                 (*runner)->backend().numThreads(), simdLevelName((*runner)->simdLevel()));
   err << line << std::flush;
 
@@ -114,6 +147,7 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
   PerplexityOptions eval_options;
   eval_options.context = options.context;
   eval_options.stride = stride;
+  eval_options.window_prefix = window_bos;
   StatusOr<PerplexityResult> result = evaluatePerplexity(**runner, tokens, eval_options, report);
   if (!result.ok()) return fail(err, result.status().message());
 
@@ -130,27 +164,10 @@ int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out,
                 result->tokens_scored / seconds, result->seconds);
   out << line;
 
-  if (!options.json_path.empty()) {
-    nlohmann::json json = {
-        {"artifact", options.artifact},
-        {"text", options.text_path},
-        {"text_tokens", text_tokens},
-        {"context", options.context},
-        {"stride", stride},
-        {"windows", result->num_windows},
-        {"tokens_scored", result->tokens_scored},
-        {"tokens_evaluated", result->tokens_evaluated},
-        {"nll_sum", result->nll_sum},
-        {"mean_nll", result->mean_nll},
-        {"perplexity", result->perplexity},
-        {"seconds", result->seconds},
-        {"tokens_per_s", result->tokens_evaluated / seconds},
-        {"threads", (*runner)->backend().numThreads()},
-    };
-    std::ofstream file(options.json_path);
-    file << json.dump(2) << "\n";
-    if (!file) return fail(err, "cannot write " + options.json_path);
-  }
+  if (!options.json_path.empty() &&
+      !writeJson(options, *result, text_tokens, stride, window_bos >= 0,
+                 (*runner)->backend().numThreads()))
+    return fail(err, "cannot write " + options.json_path);
   return 0;
 }
 

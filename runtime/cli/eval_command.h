@@ -29,10 +29,13 @@ struct EvalPerplexityOptions {
   int32_t tp = 0;
   /// Also write the result as JSON here.
   std::string json_path;
+  /// --no-window-bos: start later windows without the BOS the tokenizer adds to a text.
+  bool no_window_bos = false;
 };
 
 /// Tokenizes the file (BOS/EOS as the tokenizer's add_bos/add_eos say; special-token
-/// strings stay plain text), scores it in windows on the CPU backend and prints tokens
+/// strings stay plain text; a tokenizer that adds BOS also starts every later window with
+/// it, unless no_window_bos), scores it in windows on the CPU backend and prints tokens
 /// scored, mean NLL, perplexity and speed to `out`; progress lines and errors go to `err`.
 /// Returns the process exit code.
 int runEvalPerplexity(const EvalPerplexityOptions& options, std::ostream& out, std::ostream& err);

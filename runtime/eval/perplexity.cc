@@ -64,6 +64,9 @@ StatusOr<PerplexityResult> evaluatePerplexity(
                          planPerplexityWindows(static_cast<int64_t>(tokens.size()),
                                                options.context, stride));
   const int64_t vocab = runner.vocabSize();
+  if (options.window_prefix >= vocab)
+    return invalidArgument("window prefix token " + std::to_string(options.window_prefix) +
+                           " is outside the vocabulary of " + std::to_string(vocab));
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab)
       return invalidArgument("token " + std::to_string(i) + " (id " + std::to_string(tokens[i]) +
@@ -75,6 +78,8 @@ StatusOr<PerplexityResult> evaluatePerplexity(
   const Clock::time_point start = Clock::now();
   for (const PerplexityWindow& w : windows) {
     runner.reset();
+    if (options.window_prefix >= 0 && tokens[w.begin] != options.window_prefix)
+      INGOT_RETURN_IF_ERROR(runner.append({options.window_prefix}, /*all_rows=*/false, &logits));
     // The window's last token predicts nothing inside it, so it is never fed.
     const int64_t first_row = w.first_target - 1;
     if (first_row > w.begin) {

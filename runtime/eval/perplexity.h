@@ -55,6 +55,11 @@ struct PerplexityOptions {
   int64_t context = 1024;
   /// Tokens between window starts; 0 = context (disjoint windows).
   int64_t stride = 0;
+  /// Fed first to every window that does not start with it, and never scored: the model's
+  /// BOS where its tokenizer adds one (as llama.cpp's perplexity does), so that a later
+  /// window also reads like the start of a text. -1: none. A window then holds at most
+  /// context tokens with it.
+  int32_t window_prefix = -1;
 };
 
 /// Where an evaluation stands after a window.

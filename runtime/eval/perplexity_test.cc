@@ -132,7 +132,7 @@ struct DecodeReference {
 
 /// The HF recipe fed one token per step through the decode path (last-row logits only).
 DecodeReference decodeTokenByToken(SequenceRunner& runner, const std::vector<int32_t>& tokens,
-                                   int64_t context, int64_t stride) {
+                                   int64_t context, int64_t stride, int32_t prefix = -1) {
   DecodeReference ref;
   const int64_t n = static_cast<int64_t>(tokens.size());
   std::vector<float> logits(kVocab, NAN);
@@ -141,6 +141,8 @@ DecodeReference decodeTokenByToken(SequenceRunner& runner, const std::vector<int
     const int64_t end = std::min(begin + context, n);
     const int64_t first_target = std::max(begin + 1, previous_end);
     runner.reset();
+    if (prefix >= 0 && tokens[begin] != prefix)
+      EXPECT_TRUE(runner.append({prefix}, /*all_rows=*/false, &logits).ok());
     for (int64_t t = begin; t + 1 < end; ++t) {
       Status s = runner.append({tokens[t]}, /*all_rows=*/false, &logits);
       EXPECT_TRUE(s.ok()) << s.message();
@@ -155,7 +157,8 @@ DecodeReference decodeTokenByToken(SequenceRunner& runner, const std::vector<int
   return ref;
 }
 
-void expectMatchesDecode(int n, int64_t context, int64_t stride, int64_t expected_scored) {
+double expectMatchesDecode(int n, int64_t context, int64_t stride, int64_t expected_scored,
+                           int32_t prefix = -1) {
   SCOPED_TRACE("n " + std::to_string(n) + " context " + std::to_string(context) + " stride " +
                std::to_string(stride));
   const std::vector<int32_t> tokens = randomTokens(n, static_cast<uint32_t>(n + stride));
@@ -163,6 +166,7 @@ void expectMatchesDecode(int n, int64_t context, int64_t stride, int64_t expecte
   PerplexityOptions options;
   options.context = context;
   options.stride = stride;
+  options.window_prefix = prefix;
   int64_t callbacks = 0, last_scored = 0;
   StatusOr<PerplexityResult> result =
       evaluatePerplexity(*runner, tokens, options, [&](const PerplexityProgress& p) {
@@ -171,21 +175,23 @@ void expectMatchesDecode(int n, int64_t context, int64_t stride, int64_t expecte
         EXPECT_GT(p.nll.count, last_scored);
         last_scored = p.nll.count;
       });
-  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  if (!result.ok()) return 0;
   EXPECT_EQ(result->tokens_scored, expected_scored);
   EXPECT_EQ(callbacks, result->num_windows);
   EXPECT_EQ(last_scored, expected_scored);
 
   std::unique_ptr<SequenceRunner> decoder = makeRunner();
   const DecodeReference ref =
-      decodeTokenByToken(*decoder, tokens, context, stride == 0 ? context : stride);
-  ASSERT_EQ(ref.scored, expected_scored);
+      decodeTokenByToken(*decoder, tokens, context, stride == 0 ? context : stride, prefix);
+  EXPECT_EQ(ref.scored, expected_scored);
   const double reference_ppl = static_cast<double>(std::exp(ref.nll_sum / ref.scored));
   EXPECT_TRUE(std::isfinite(result->perplexity));
   EXPECT_GT(result->perplexity, 1.0);
   EXPECT_NEAR(result->perplexity / reference_ppl, 1.0, 1e-4)
       << "windowed " << result->perplexity << " vs decode " << reference_ppl;
   EXPECT_NEAR(result->mean_nll, std::log(result->perplexity), 1e-12);
+  return result->perplexity;
 }
 
 TEST(PerplexityEvalTest, DisjointWindowsMatchTokenByTokenDecode) {
@@ -194,6 +200,14 @@ TEST(PerplexityEvalTest, DisjointWindowsMatchTokenByTokenDecode) {
 
 TEST(PerplexityEvalTest, SlidingWindowsMatchTokenByTokenDecode) {
   expectMatchesDecode(150, 64, 24, 149);
+}
+
+TEST(PerplexityEvalTest, AWindowPrefixIsFedButNotScored) {
+  // Token 7 before every window (the text does not start with it): the same tokens are
+  // scored, with other logits.
+  const double plain = expectMatchesDecode(150, 64, 0, 63 + 63 + 21);
+  const double prefixed = expectMatchesDecode(150, 64, 0, 63 + 63 + 21, /*prefix=*/7);
+  EXPECT_NE(plain, prefixed);
 }
 
 TEST(PerplexityEvalTest, WindowsLongerThanOneStepMatchTokenByTokenDecode) {

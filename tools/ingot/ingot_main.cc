@@ -325,6 +325,10 @@ CLI::App* addEvalCommand(CLI::App& app, ingot::EvalPerplexityOptions& o) {
   ppl->add_option("--threads", o.num_threads, "CPU threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
   ppl->add_option("--json", o.json_path, "Also write the result as JSON");
+  ppl->add_flag("--no-window-bos", o.no_window_bos,
+                "Start windows after the first without the BOS the tokenizer adds to a text "
+                "(default: BOS is fed before each window, as llama.cpp's perplexity starts "
+                "each chunk with it)");
   addKvDtypeFlag(ppl, o.kv_dtype);
   addDeviceFlags(ppl, o.device);
   addTensorParallelFlag(ppl, o.tp);
