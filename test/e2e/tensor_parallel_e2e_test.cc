@@ -22,6 +22,7 @@
 #include "runtime/backend/cpu/tp_cpu_backend.h"
 #include "runtime/engine/engine.h"
 #include "runtime/generate/sequence_runner.h"
+#include "test/e2e/golden_cases.h"
 
 namespace ingot {
 namespace {
@@ -70,32 +71,8 @@ std::vector<float> teacherForced(const Artifact& artifact, const std::vector<int
 std::vector<std::vector<int32_t>> engineGreedy(const Artifact& artifact,
                                                const std::vector<std::vector<int32_t>>& prompts,
                                                int32_t n) {
-  EngineOptions o;
-  o.num_threads = 2;
-  o.num_kv_blocks = 256;
-  o.eos_token_ids = std::vector<int32_t>{};
-  StatusOr<std::unique_ptr<Engine>> engine = Engine::create(artifact, o);
-  EXPECT_TRUE(engine.ok()) << engine.status().message();
-  if (!engine.ok()) return {};
-  std::vector<std::vector<int32_t>> out(prompts.size());
-  std::map<RequestId, size_t> index;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SamplingParams p;
-    p.max_tokens = n;
-    StatusOr<RequestId> id = (*engine)->addRequest(prompts[i], p);
-    EXPECT_TRUE(id.ok());
-    if (id.ok()) index[*id] = i;
-  }
-  while ((*engine)->hasWork()) {
-    StatusOr<std::vector<RequestOutput>> step = (*engine)->step();
-    EXPECT_TRUE(step.ok()) << step.status().message();
-    if (!step.ok()) break;
-    for (const RequestOutput& r : *step) {
-      std::vector<int32_t>& t = out[index.at(r.id)];
-      t.insert(t.end(), r.token_ids.begin(), r.token_ids.end());
-    }
-  }
-  return out;
+  return engineGreedyRuns(artifact, prompts, std::vector<int32_t>(prompts.size(), n),
+                          SpeculativeOptions{});
 }
 
 /// For each tp > 1 artifact: the largest, over positions, of max |logit - reference| over
