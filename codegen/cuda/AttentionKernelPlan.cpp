@@ -6,10 +6,15 @@
 namespace ingot::codegen {
 
 std::string unsupportedAttentionShape(const AttentionShape &shape) {
-  if (shape.headDim != 32 && shape.headDim != 64 && shape.headDim != 128)
-    return "the kernels take head dim 32, 64 or 128, not " + std::to_string(shape.headDim);
-  if (shape.group < 1 || shape.group > 16)
-    return "the kernels take 1..16 query heads per kv head, not " + std::to_string(shape.group);
+  if (shape.headDim != 32 && shape.headDim != 64 && shape.headDim != 128 &&
+      shape.headDim != 256)
+    return "the kernels take head dim 32, 64, 128 or 256, not " +
+           std::to_string(shape.headDim);
+  const int maxGroup = shape.headDim == 256 ? 8 : 16;
+  if (shape.group < 1 || shape.group > maxGroup)
+    return "the kernels take 1.." + std::to_string(maxGroup) +
+           " query heads per kv head at head dim " + std::to_string(shape.headDim) + ", not " +
+           std::to_string(shape.group);
   return "";
 }
 

@@ -40,7 +40,8 @@ struct AttentionKernelUnit {
 };
 
 /// Why the kernels cannot take `shape` ("the kernels take ..."), or "" when they can: head
-/// dim 32, 64 or 128 and 1..16 query heads per kv head (f32 and bf16 both).
+/// dim 32, 64 or 128 with 1..16 query heads per kv head, or 256 with 1..8 (f32 and bf16
+/// both; at 256 the decode kernel also serves prefill).
 std::string unsupportedAttentionShape(const AttentionShape &shape);
 
 /// The kernels of variant `variantName` (a C identifier; its struct is emitted from the mask

@@ -96,10 +96,13 @@ TEST(AttentionKernelPlan, Fp8KvGetsItsOwnDecodeTheSharedCombineAndNoPrefill) {
 
 TEST(AttentionKernelPlan, UnsupportedShapesSayWhy) {
   EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 128, 4}), "");
-  EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 256, 4}),
-            "the kernels take head dim 32, 64 or 128, not 256");
+  EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 256, 4}), "");
+  EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 256, 16}),
+            "the kernels take 1..8 query heads per kv head at head dim 256, not 16");
+  EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kBF16, 96, 4}),
+            "the kernels take head dim 32, 64, 128 or 256, not 96");
   EXPECT_EQ(unsupportedAttentionShape({AttentionDtype::kF32, 64, 32}),
-            "the kernels take 1..16 query heads per kv head, not 32");
+            "the kernels take 1..16 query heads per kv head at head dim 64, not 32");
   StatusOr<std::vector<AttentionKernelUnit>> units =
       attentionKernelUnits("Causal", causalMask(), {}, {AttentionDtype::kBF16, 16, 2});
   ASSERT_FALSE(units.ok());

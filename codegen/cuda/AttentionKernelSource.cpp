@@ -35,14 +35,17 @@ Status checkPrefill(const PrefillInstance &in) {
 }
 
 Status checkDecode(const DecodeInstance &in) {
-  // 256 would need 84 KiB of shared memory with DecodeTile's shape (the static limit is
-  // 48 KiB): it waits for a tile of its own.
-  if (in.headDim != 32 && in.headDim != 64 && in.headDim != 128)
+  if (in.headDim != 32 && in.headDim != 64 && in.headDim != 128 && in.headDim != 256)
     return invalidArgument("paged decode kernel: head dim " + std::to_string(in.headDim) +
-                           " is not supported (32, 64 or 128)");
-  if (in.group < 1 || in.group > 16)
+                           " is not supported (32, 64, 128 or 256)");
+  // Head dim 256 halves the key tile to stay in static shared memory (kernels/
+  // paged_decode.cuh, DecodeTile), which leaves room for 8 query rows per pass, not 16.
+  const int maxGroup = in.headDim == 256 ? 8 : 16;
+  if (in.group < 1 || in.group > maxGroup)
     return invalidArgument("paged decode kernel: " + std::to_string(in.group) +
-                           " query heads per kv head is not supported (1..16)");
+                           " query heads per kv head is not supported at head dim " +
+                           std::to_string(in.headDim) + " (1.." + std::to_string(maxGroup) +
+                           ")");
   return Status();
 }
 

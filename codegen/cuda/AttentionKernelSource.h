@@ -64,8 +64,8 @@ std::string blockMaskKernelName(const std::string &variant, const PrefillInstanc
 /// The translation unit for `variantName` (a struct in `variantText`, e.g. the output of
 /// emitAttentionVariantHeader) with a decode kernel per decode instance plus a combine
 /// kernel per (dtype, head dim), and a prefill and a block-mask kernel per prefill instance.
-/// Fails on an unsupported head dim (decode: 32, 64, 128; prefill: 64, 128) or group
-/// (1..16) and when there is no instance at all.
+/// Fails on an unsupported head dim (decode: 32, 64, 128, 256; prefill: 64, 128) or group
+/// (1..16; 1..8 at head dim 256) and when there is no instance at all.
 StatusOr<std::string> attentionKernelSource(const std::string &variantText,
                                             const std::string &variantName,
                                             const std::vector<DecodeInstance> &decode,

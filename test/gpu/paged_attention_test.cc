@@ -269,6 +269,11 @@ void PagedAttentionGpuTest::runDecode(const VariantCase &v, bool viaPtx) {
   for (AttentionDtype dtype : {AttentionDtype::kF32, AttentionDtype::kBF16})
     for (int d : {64, 128})
       for (int g : {1, 3, 4, 8}) instances.push_back({dtype, d, g});
+  // Head dim 256 (Gemma: GQA 4), its 16-key tile, at both row tiles it allows (4 and 8).
+  for (DecodeInstance in : std::initializer_list<DecodeInstance>{
+           {AttentionDtype::kF32, 256, 4}, {AttentionDtype::kBF16, 256, 4},
+           {AttentionDtype::kF32, 256, 8}})
+    instances.push_back(in);
   StatusOr<std::string> text = codegen::emitAttentionVariantHeader(v.name, v.mask, v.score,
                                                                    "region_examples.cc");
   ASSERT_TRUE(text.ok()) << text.status().message();

@@ -21,23 +21,28 @@
 namespace ingot {
 namespace attn {
 
-/// Tile shape of the decode kernel for G query heads per kv head. kRows, the (token, head)
-/// rows a pass scores, follows G so that single-token decode wastes few rows (the scoring
-/// and P.V work is per row, whether the row exists or not): 4 rows for G <= 4 (GQA 1, 3, 4:
-/// one token per pass), 8 for G <= 8, 16 above; longer row lists (speculative trees,
-/// chunk tails) take several passes over the same keys, which then come from L2.
+/// Tile shape of the decode kernel for head dim D and G query heads per kv head. kRows, the
+/// (token, head) rows a pass scores, follows G so that single-token decode wastes few rows
+/// (the scoring and P.V work is per row, whether the row exists or not): 4 rows for G <= 4
+/// (GQA 1, 3, 4: one token per pass), 8 for G <= 8, 16 above; longer row lists (speculative
+/// trees, chunk tails) take several passes over the same keys, which then come from L2.
 /// Shared memory: K and V tiles of kKeys rows of f32 (K padded by one float per row
 /// against bank conflicts), Q and P for kRows rows:
 ///   4 * (kKeys * (2D + 1) + kRows * (D + 1) + kRows * kKeys + 3 kRows) bytes
 /// at most (kRows 16) 42.4 KiB for D = 128 and 22.4 KiB for D = 64: under the 48 KiB of
 /// static shared memory every target since sm_80 grants a CTA, leaving room for 2 (D = 128)
 /// or 4 (D = 64) CTAs per SM on sm_86/89/120 (100 KiB) and 3-5 on sm_80/90/100 (164-228 KiB).
-template <int G>
+/// D = 256 (Gemma) halves the key tile to 16 keys (lanes 16..31 score nothing) so that it
+/// stays static: 37.2 KiB at kRows 4 and 41.6 KiB at kRows 8, hence G <= 8 there (every
+/// Gemma 3 size has G <= 4). Its idle half-warps cost scoring throughput, not bytes; a tile
+/// of its own in dynamic shared memory is the CUDA fast path's work.
+template <int D, int G>
 struct DecodeTile {
   static constexpr int kThreads = 128;  ///< four warps
   static constexpr int kRows = G <= 4 ? 4 : G <= 8 ? 8 : 16;  ///< rows per pass
-  static constexpr int kKeys = 32;      ///< keys per tile: one per lane when scoring
+  static constexpr int kKeys = D > 128 ? 16 : 32;  ///< keys per tile: one per lane when scoring
   static constexpr int kWarps = kThreads / 32;
+  static_assert(D <= 128 || G <= 8, "head dim 256 takes at most 8 query heads per kv head");
 };
 
 /// Element loads of the pool and of q as f32.
@@ -79,7 +84,7 @@ __device__ __forceinline__ float warpSum(float v) {
 /// The counts are enumerators: static constexpr members would be emitted as PTX globals.
 template <int D, int G>
 struct DecodeLayout {
-  using Tile = DecodeTile<G>;
+  using Tile = DecodeTile<D, G>;
   enum : int {
     kRowsPerWarp = Tile::kRows / Tile::kWarps,
     kCols = D > Tile::kThreads ? D / Tile::kThreads : 1,
@@ -152,7 +157,7 @@ __device__ __forceinline__ void loadDecodeQuery(const PagedAttentionParams &p, c
                                                 const DecodeRows<G> &rows, int rowBase,
                                                 int tid,
                                                 typename DecodeLayout<D, G>::QTile &sQ) {
-  using Tile = DecodeTile<G>;
+  using Tile = DecodeTile<D, G>;
   constexpr int kVec = kVecOf<T>;
   for (int e = tid * kVec; e < Tile::kRows * D; e += Tile::kThreads * kVec) {
     const int r = e / D, d = e % D, row = rowBase + r;
@@ -182,7 +187,7 @@ __device__ __forceinline__ void gatherDecodeKv(const PagedAttentionParams &p, co
                                                long long rowStride, int tileStart, int tid,
                                                typename DecodeLayout<D, G>::KTile &sK,
                                                typename DecodeLayout<D, G>::VTile &sV) {
-  using Tile = DecodeTile<G>;
+  using Tile = DecodeTile<D, G>;
   constexpr int kKvVec = KvFp8 ? 16 : kVecOf<T>;  // pool elements per 16-byte load
   for (int e = tid * kKvVec; e < Tile::kKeys * D; e += Tile::kThreads * kKvVec) {
     const int j = e / D, d = e % D, kv = tileStart + j;
@@ -232,11 +237,15 @@ __device__ __forceinline__ void scoreDecodeTile(
     int rowBase, int tileStart, int lane, int warp, const typename DecodeLayout<D, G>::QTile &sQ,
     const typename DecodeLayout<D, G>::KTile &sK, typename DecodeLayout<D, G>::WarpRows &s) {
   using L = DecodeLayout<D, G>;
+  constexpr int kKeys = DecodeTile<D, G>::kKeys;
+  // With a 16-key tile, lanes past it read the tile's last row and score nothing.
+  const int key = kKeys < 32 && lane >= kKeys ? kKeys - 1 : lane;
+  const bool inTile = kKeys == 32 || lane < kKeys;
   const int kv = tileStart + lane;
 #pragma unroll
   for (int k = 0; k < L::kRowsPerWarp; ++k) s[k] = 0.0f;
   for (int d = 0; d < D; ++d) {
-    const float kd = sK[lane][d];
+    const float kd = sK[key][d];
 #pragma unroll
     for (int k = 0; k < L::kRowsPerWarp; ++k) s[k] = fmaf(sQ[L::warpRow(warp, k)][d], kd, s[k]);
   }
@@ -244,7 +253,7 @@ __device__ __forceinline__ void scoreDecodeTile(
   for (int k = 0; k < L::kRowsPerWarp; ++k) {
     const int row = rowBase + L::warpRow(warp, k);
     float score = negInf();
-    if (row < rows.numRows && kv < rows.keyEnd) {
+    if (inTile && row < rows.numRows && kv < rows.keyEnd) {
       const long long qSlot = rows.firstSlot + row / G, h = rows.g * G + row % G;
       bool visible = true;
       if constexpr (V::kHasMask) {
@@ -281,7 +290,7 @@ __device__ __forceinline__ void decodeSoftmaxStep(
       runMax[k] = newMax;
     }
     runSum[k] = runSum[k] * alpha + warpSum(pr);
-    sP[r][lane] = pr;
+    if (DecodeTile<D, G>::kKeys == 32 || lane < DecodeTile<D, G>::kKeys) sP[r][lane] = pr;
     if (lane == 0) sAlpha[r] = alpha;
   }
 }
@@ -301,7 +310,7 @@ __device__ __forceinline__ void accumulateDecodePV(
       const int d = L::pvCol(tid, c);
       float a = acc[k][c] * sAlpha[r];
 #pragma unroll
-      for (int j = 0; j < DecodeTile<G>::kKeys; ++j) a = fmaf(sP[r][j], sV[j][d], a);
+      for (int j = 0; j < DecodeTile<D, G>::kKeys; ++j) a = fmaf(sP[r][j], sV[j][d], a);
       acc[k][c] = a;
     }
   }
@@ -334,7 +343,7 @@ __device__ __forceinline__ void storeDecodeRows(
         p.partial_out[(th * p.num_splits + split) * D + d] = acc[k][c] * inv;
       }
     }
-    if (p.num_splits > 1 && tid % (DecodeTile<G>::kThreads / L::kRowGroups) == 0) {
+    if (p.num_splits > 1 && tid % (DecodeTile<D, G>::kThreads / L::kRowGroups) == 0) {
       p.partial_max[th * p.num_splits + split] = sMax[r];
       p.partial_sum[th * p.num_splits + split] = sum;
     }
@@ -348,10 +357,11 @@ __device__ __forceinline__ void storeDecodeRows(
 template <class V, typename T, int D, int G, bool KvFp8 = false>
 __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
                                             const rgn::RegionOperands &ops) {
-  using Tile = DecodeTile<G>;
+  using Tile = DecodeTile<D, G>;
   using L = DecodeLayout<D, G>;
   constexpr int kRows = Tile::kRows, kKeys = Tile::kKeys;
-  static_assert(D == 32 || D == 64 || D == 128, "head dim: 32, 64 or 128 (shared memory)");
+  static_assert(D == 32 || D == 64 || D == 128 || D == 256,
+                "head dim: 32, 64, 128 or 256 (shared memory)");
 
   __shared__ float sK[kKeys][D + 1];
   __shared__ float sV[kKeys][D];
