@@ -38,6 +38,8 @@ void addFakeCudaKernels(ArtifactWriter& writer, const LlamaProgramOptions& o) {
   if (fp8) kernel("ingot_fused_kv_write_fp8_f32", 256);
   // A scale step brings the scale kernel.
   if (o.embedding_scale != 1.0f && o.fake_scale_kernel) kernel("ingot_fused_scale_f32", 256);
+  // GELU gating brings gelu_mul.
+  if (o.gated_activation == 1 && o.fake_gelu_kernel) kernel("ingot_fused_gelu_mul_f32", 256);
   for (const char* format : {"int4min_f16", "int4min_bf16", "int4min_f32", "int4zero_f16",
                              "int4zero_bf16", "int4zero_f32", "fp8", "nvfp4", "mxfp4"}) {
     kernel(std::string("ingot_quant_gemv_") + format, 128);

@@ -104,8 +104,12 @@ struct LlamaProgramOptions {
   bool fake_kernel_grids = true;
   /// With fake_kernel_grids: these kernels' grid rules instead of their families'.
   std::map<std::string, GridRule> fake_kernel_grid_overrides;
-  /// The fused gated_linear steps' activation param (0 silu; other values test refusals).
+  /// The fused gated_linear steps' activation param (0 silu, 1 gelu; other values test
+  /// refusals).
   int64_t gated_activation = 0;
+  /// With fake_cuda_kernels and gated_activation 1: also the gelu_mul kernel (false: an
+  /// artifact whose GELU-gated steps have no kernel).
+  bool fake_gelu_kernel = true;
 };
 
 /// A tiny Llama (the default options but `vocab`, `max_context` and `seed`) built once per

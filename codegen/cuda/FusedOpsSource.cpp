@@ -17,6 +17,7 @@ const char *opName(FusedOp op) {
   case FusedOp::kSample: return "sample";
   case FusedOp::kKvWriteFp8: return "kv_write_fp8";
   case FusedOp::kScale: return "scale";
+  case FusedOp::kGeluMul: return "gelu_mul";
   }
   return "unknown";
 }
@@ -37,6 +38,10 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
   case FusedOp::kSiluMul:
     return bounds + "(const " + t + " *gate, const " + t + " *up, " + t +
            " *out, long count) {\n  ingot::fused::siluMulRange<" + t +
+           ">(gate, up, out, count);\n}\n";
+  case FusedOp::kGeluMul:
+    return bounds + "(const " + t + " *gate, const " + t + " *up, " + t +
+           " *out, long count) {\n  ingot::fused::geluMulRange<" + t +
            ">(gate, up, out, count);\n}\n";
   case FusedOp::kEmbedding:
     return bounds + "(ingot::fused::EmbeddingParams p) {\n  ingot::fused::embeddingGather<" +
@@ -78,7 +83,7 @@ const std::vector<FusedOp> &allFusedOps() {
       FusedOp::kRmsNormResidual, FusedOp::kRopeKvWrite, FusedOp::kSiluMul,
       FusedOp::kEmbedding,       FusedOp::kAdd,         FusedOp::kAddBias,
       FusedOp::kToBf16,          FusedOp::kGatherRows,  FusedOp::kSample,
-      FusedOp::kKvWriteFp8,      FusedOp::kScale};
+      FusedOp::kKvWriteFp8,      FusedOp::kScale,       FusedOp::kGeluMul};
   return ops;
 }
 

@@ -38,6 +38,8 @@ namespace ingot::codegen {
 ///                     appended to an fp8 pool, the CPU's bytes exactly
 ///   kScale:           grid fusedGridSize(count); args (const T *in, T *out, float factor,
 ///                     long count): out = in * factor (f32 product), out may alias in
+///   kGeluMul:         any grid; args (gate, up, out, count as long): gelu(gate) * up,
+///                     GELU in its tanh form (gelu_pytorch_tanh), as kSiluMul otherwise
 /// fusedGridSize (kernels/fused_ops.cuh) = min(ceil(count / 256), 65535 * 4), at least 1;
 /// any other grid is correct too (grid-stride loops), just not the tuned choice.
 enum class FusedOp {
@@ -52,10 +54,11 @@ enum class FusedOp {
   kSample,
   kKvWriteFp8,
   kScale,
+  kGeluMul,
 };
 
-/// Every op, in declaration order. kKvWriteFp8 and kScale go into a unit only where a module
-/// needs them (compiler/driver/FusedKernels.cpp), so other artifacts keep their units' bytes.
+/// Every op, in declaration order. kKvWriteFp8, kScale and kGeluMul go into a unit only
+/// where a module needs them (compiler/driver/FusedKernels.cpp), so other artifacts keep their units' bytes.
 const std::vector<FusedOp> &allFusedOps();
 
 /// Whether `op` has an entry point for `dtype` (kSample and kKvWriteFp8 have only f32 ones).

@@ -473,6 +473,7 @@ FusedKernelSelection fusedKernelSelection(const KernelSelection &selection) {
                                           : codegen::AttentionDtype::kF32);
   fused.kvWriteFp8 = selection.fusedKvWriteFp8;
   fused.scale = selection.fusedScale;
+  fused.geluMul = selection.fusedGeluMul;
   return fused;
 }
 

@@ -35,10 +35,12 @@ Status addFusedKernels(ArtifactWriter &writer, const FusedKernelSelection &selec
     std::string name, source;
   };
   // The fp8 KV write only where a program's KV cache is fp8 (`--kv-dtype fp8`), the scale
-  // only where a step scales: other artifacts keep the units (and binaries) they had.
+  // only where a step scales, gelu_mul only where an MLP is gated by GELU: other artifacts
+  // keep the units (and binaries) they had.
   auto wanted = [&](codegen::FusedOp op) {
     if (op == codegen::FusedOp::kKvWriteFp8) return selection.kvWriteFp8;
     if (op == codegen::FusedOp::kScale) return selection.scale;
+    if (op == codegen::FusedOp::kGeluMul) return selection.geluMul;
     return true;
   };
   std::vector<Unit> units;

@@ -2,7 +2,7 @@
 //
 // The compile stage beside the attention kernels that gives an artifact the CUDA backend's
 // fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh: rms_norm + residual, rope +
-// KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows, scale) for the element
+// KV write, silu_mul, embedding, add, add_bias, to_bf16, gather_rows, scale, gelu_mul) for the element
 // types of its programs' activations, and the f32 token sampling kernel (kernels/sampling.cuh).
 // Plain C++ (no MLIR).
 //
@@ -27,12 +27,16 @@ struct FusedKernelSelection {
   bool kvWriteFp8 = false;
   /// A step scales (ingot.scale): the scale kernel is added for each type.
   bool scale = false;
+  /// A step gates by GELU (ingot.gelu_mul, or a gated_linear with activation "gelu"): the
+  /// gelu_mul kernel is added for each type.
+  bool geluMul = false;
 };
 
 /// Adds every fused op's entry point ("ingot_fused_<op>_<f32|bf16>", codegen::fusedKernelName)
 /// for each of `selection.dtypes` that has one (codegen::fusedOpHasEntryPoint), plus the f32
 /// sampling kernel whatever the activations' type (the f32 fp8 KV write only with
-/// `selection.kvWriteFp8`, the scale kernel only with `selection.scale`), as a KernelDef of
+/// `selection.kvWriteFp8`, the scale kernel only with `selection.scale`, gelu_mul only with
+/// `selection.geluMul`), as a KernelDef of
 /// 256 threads without dynamic shared memory, whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once

@@ -47,11 +47,13 @@ TEST(FusedKernels, EveryEntryPointSharesItsTypesBinariesAndIsAddedOnce) {
   CudaKernelReport report;
   Status s = addFusedKernels(writer, selection, options, &report);
   ASSERT_TRUE(s.ok()) << s.message();
-  // The f32 unit has every op but the fp8 KV write (no fp8 KV cache here) and the scale (no
-  // scale step), the bf16 unit every one of those but the f32-only sampling kernel.
+  // The f32 unit has every op but the fp8 KV write (no fp8 KV cache here), the scale (no
+  // scale step) and gelu_mul (no GELU gating), the bf16 unit every one of those but the
+  // f32-only sampling kernel.
   std::vector<std::string> f32Names, bf16Names;
   for (codegen::FusedOp op : codegen::allFusedOps()) {
-    if (op == codegen::FusedOp::kKvWriteFp8 || op == codegen::FusedOp::kScale)
+    if (op == codegen::FusedOp::kKvWriteFp8 || op == codegen::FusedOp::kScale ||
+        op == codegen::FusedOp::kGeluMul)
       continue;
     f32Names.push_back(codegen::fusedKernelName(op, AttentionDtype::kF32));
     if (codegen::fusedOpHasEntryPoint(op, AttentionDtype::kBF16))
@@ -135,6 +137,29 @@ TEST(FusedKernels, AScaleStepBringsTheScaleKernelIntoEachUnit) {
   EXPECT_EQ(report.compiles, 2u) << "still one NVRTC unit per element type";
 }
 
+TEST(FusedKernels, GeluGatingBringsTheGeluMulKernelIntoEachUnitAndNothingElse) {
+  if (!cudaCodegenAvailable())
+    GTEST_SKIP() << "this build has no NVRTC";
+  ArtifactWriter writer;
+  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
+                                 {schema::BufferKind::Activation, schema::DType::BF16}}));
+  FusedKernelSelection selection{{AttentionDtype::kF32, AttentionDtype::kBF16}};
+  selection.geluMul = true;
+  CudaKernelReport report;
+  Status s = addFusedKernels(writer, selection, {{"compute_80"}, ""}, &report);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::vector<Kernel> &kernels = writer.contents().kernels;
+  for (const char *name : {"ingot_fused_gelu_mul_f32", "ingot_fused_gelu_mul_bf16"}) {
+    auto k = std::find_if(kernels.begin(), kernels.end(),
+                          [&](const Kernel &k) { return k.name == name; });
+    ASSERT_NE(k, kernels.end()) << name;
+    const std::string ptx(k->binaries[0].data.begin(), k->binaries[0].data.end());
+    EXPECT_NE(ptx.find(std::string(".entry ") + name), std::string::npos) << name;
+    EXPECT_EQ(ptx.find(".entry ingot_fused_scale_"), std::string::npos) << "no scale step";
+  }
+  EXPECT_EQ(report.compiles, 2u) << "still one NVRTC unit per element type";
+}
+
 TEST(FusedKernels, AnFp8KvCacheBringsTheFp8KvWriteIntoTheF32Unit) {
   if (!cudaCodegenAvailable())
     GTEST_SKIP() << "this build has no NVRTC";
@@ -146,7 +171,7 @@ TEST(FusedKernels, AnFp8KvCacheBringsTheFp8KvWriteIntoTheF32Unit) {
                              {{"compute_80"}, ""}, &report);
   ASSERT_TRUE(s.ok()) << s.message();
   const std::vector<Kernel> &kernels = writer.contents().kernels;
-  ASSERT_EQ(kernels.size(), codegen::allFusedOps().size() - 1) << "all but the scale";
+  ASSERT_EQ(kernels.size(), codegen::allFusedOps().size() - 2) << "all but scale, gelu_mul";
   const Kernel &write = kernels.back();
   EXPECT_EQ(write.name, "ingot_fused_kv_write_fp8_f32");
   EXPECT_EQ(write.blockDim, (std::vector<uint32_t>{256, 1, 1}));

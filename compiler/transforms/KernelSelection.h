@@ -31,6 +31,8 @@ inline constexpr const char *kFusedKernelsAttr = "ingot.fused_kernels";
 inline constexpr const char *kFusedKvWriteFp8Attr = "ingot.fused_kv_write_fp8";
 /// On the module (unit): a step scales (`ingot.scale`), so the scale kernel is needed.
 inline constexpr const char *kFusedScaleAttr = "ingot.fused_scale";
+/// On the module (unit): a step gates by GELU, so the gelu_mul kernel is needed.
+inline constexpr const char *kFusedGeluMulAttr = "ingot.fused_gelu_mul";
 /// On the module: the quantized GEMV kernels' names (array of strings).
 inline constexpr const char *kQuantKernelsAttr = "ingot.quant_kernels";
 /// On the module (unit): a linear holds fp8 weights, so the W8A8 kernels are needed.
@@ -50,6 +52,7 @@ struct KernelSelection {
   std::vector<std::string> fusedTypes;
   bool fusedKvWriteFp8 = false;
   bool fusedScale = false;
+  bool fusedGeluMul = false;
   /// The quantized GEMV kernels' names ("ingot_quant_gemv_int4min_f16", ...).
   std::vector<std::string> quantKernels;
   bool w8a8Kernels = false;

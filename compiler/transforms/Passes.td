@@ -138,8 +138,9 @@ def SelectKernels : Pass<"ingot-select-kernels", "::mlir::ModuleOp"> {
       `ingot.fused_kernels` (the element types of the fused elementwise
       kernels: f32 and/or bf16, whichever the steps' intermediate values hold,
       f32 first), `ingot.fused_kv_write_fp8` when a KV cache holds
-      f8E4M3FN codes and `ingot.fused_scale` when a step has an
-      `ingot.scale`;
+      f8E4M3FN codes, `ingot.fused_scale` when a step has an
+      `ingot.scale` and `ingot.fused_gelu_mul` when a step gates by GELU
+      (`ingot.gelu_mul`, or `ingot.gated_linear` with activation "gelu");
     - each `ingot.rms_norm`, `ingot.add_rms_norm` (by its normalized rows)
       and `ingot.silu_mul` whose rows an fp8-weight `ingot.linear` reads gets
       `ingot.fp8_rows`: its CUDA step also writes the rows as fp8 codes with

@@ -61,7 +61,7 @@ public:
         return signalPassFailure();
       }
     for (llvm::StringRef name : {kCudaTargetsAttr, kFusedKernelsAttr, kFusedKvWriteFp8Attr,
-                                 kFusedScaleAttr, kQuantKernelsAttr, kW8a8KernelsAttr})
+                                 kFusedScaleAttr, kFusedGeluMulAttr, kQuantKernelsAttr, kW8a8KernelsAttr})
       module->removeAttr(name);
     llvm::SmallVector<mlir::func::FuncOp> steps = findStepFunctions(module);
     if (steps.empty())
@@ -112,9 +112,9 @@ private:
 
   /// The fused kernels' element types: those of the steps' intermediate values (results of
   /// step ops that are neither returned nor the KV cache), f32 first; and the kernels only
-  /// some modules need (the fp8 KV write, the scale).
+  /// some modules need (the fp8 KV write, the scale, gelu_mul).
   static void selectFusedKernels(mlir::ModuleOp module, llvm::ArrayRef<mlir::func::FuncOp> steps) {
-    bool f32 = false, bf16 = false, kvFp8 = false, scale = false;
+    bool f32 = false, bf16 = false, kvFp8 = false, scale = false, gelu = false;
     for (mlir::func::FuncOp step : steps) {
       for (mlir::Type t : step.getArgumentTypes())
         if (auto cache = llvm::dyn_cast<mlir::ingot::KvCacheType>(t))
@@ -126,6 +126,9 @@ private:
       }
       for (mlir::Operation &op : step.getBody().front()) {
         scale |= llvm::isa<mlir::ingot::ScaleOp>(op);
+        gelu |= llvm::isa<mlir::ingot::GeluMulOp>(op);
+        if (auto gated = llvm::dyn_cast<mlir::ingot::GatedLinearOp>(op))
+          gelu |= gated.getActivation() == "gelu";
         if (llvm::isa<mlir::ingot::WeightOp, mlir::ingot::KvWriteOp>(op))
           continue;
         for (mlir::Value r : op.getResults()) {
@@ -148,6 +151,8 @@ private:
       module->setAttr(kFusedKvWriteFp8Attr, b.getUnitAttr());
     if (scale)
       module->setAttr(kFusedScaleAttr, b.getUnitAttr());
+    if (gelu)
+      module->setAttr(kFusedGeluMulAttr, b.getUnitAttr());
   }
 
   /// The GEMV kernel that reads `op`'s quantized `weight` (with its `scales`), or an error
@@ -312,6 +317,7 @@ KernelSelection readKernelSelection(mlir::ModuleOp module) {
         selection.fusedTypes.push_back(lowerCaseType(type.getValue()));
   selection.fusedKvWriteFp8 = module->hasAttr(kFusedKvWriteFp8Attr);
   selection.fusedScale = module->hasAttr(kFusedScaleAttr);
+  selection.fusedGeluMul = module->hasAttr(kFusedGeluMulAttr);
   if (auto names = module->getAttrOfType<mlir::ArrayAttr>(kQuantKernelsAttr))
     for (mlir::Attribute n : names)
       if (auto s = llvm::dyn_cast<mlir::StringAttr>(n))

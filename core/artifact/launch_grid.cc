@@ -59,7 +59,8 @@ std::optional<GridRule> kernelGridRule(std::string_view name, uint32_t threads) 
   for (std::string_view perRow : {"ingot_fused_gather_rows_", "ingot_fused_sample_"})
     if (startsWith(name, perRow)) return rule(gridAxis(GridCount::Rows));
   for (std::string_view stride : {"ingot_fused_add", "ingot_fused_silu_mul_",
-                                  "ingot_fused_to_bf16_", "ingot_fused_scale_"})
+                                  "ingot_fused_to_bf16_", "ingot_fused_scale_",
+                                  "ingot_fused_gelu_mul_"})
     if (startsWith(name, stride)) return gridStride(threads);
   // Weight-only quantized products (codegen/cuda/kernels/quant_gemv.cuh, quant_gemm.cuh).
   if (startsWith(name, "ingot_quant_gemv_"))

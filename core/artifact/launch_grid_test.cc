@@ -46,7 +46,7 @@ TEST(LaunchGrid, QuantizedProductsTileTheirOutputs) {
 TEST(LaunchGrid, GridStrideKernelsCoverTheirElementsUpTo32CtasPerSm) {
   for (const char* name : {"ingot_fused_add_f32", "ingot_fused_add_bias_bf16",
                            "ingot_fused_silu_mul_f32", "ingot_fused_to_bf16_f32",
-                           "ingot_fused_scale_bf16"}) {
+                           "ingot_fused_scale_bf16", "ingot_fused_gelu_mul_f32"}) {
     for (int64_t n : {1L, 255L, 256L, 257L, 576L * 80, 1536L * 4096}) {
       const int64_t ctas = (n + fused::kFusedThreads - 1) / fused::kFusedThreads;
       for (int sms : {1, 8, 132}) {

@@ -2,8 +2,8 @@
 """`ingot run --device cuda` on the SIMT emulator against `ingot run` on the CPU.
 
 Runs each prompt greedily for a few tokens on both backends of the same artifact (SmolLM2
-with its real weights and the simt kernel target) and requires the same text: the emulated
-CUDA path (kernels, cuBLASLt GEMMs, decode graphs) picks the CPU backend's tokens.
+or Gemma 3 with its real weights and the simt kernel target) and requires the same text: the
+emulated CUDA path (kernels, cuBLASLt GEMMs, decode graphs) picks the CPU backend's tokens.
 """
 import argparse
 import os
@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--tokens", type=int, default=8)
     args = parser.parse_args()
     if not os.path.exists(args.artifact):
-        print("no artifact %s (INGOT_SMOLLM2_GGUF unset): skipped" % args.artifact)
+        print("no artifact %s (its model's GGUF variable was unset): skipped" % args.artifact)
         return 77
     failed = False
     for prompt in PROMPTS:

@@ -1,6 +1,6 @@
 // The fused elementwise kernels (codegen/cuda/kernels/fused_ops.cuh) on a GPU against the CPU
 // backend's ops: rms_norm with the residual add, rope in place plus the paged KV write (a
-// padding token included), silu_mul, the embedding gather with invalid token ids, add and
+// padding token included), silu_mul and gelu_mul, the embedding gather with invalid token ids, add and
 // scale (also in place), add_bias, the to_bf16 cast (ties, NaN, overflow) and the logits-row gather;
 // f32 and bf16, through the cubin and the compute_80 PTX JIT, on fresh random inputs with
 // poisoned outputs. Label `gpu`: skips, saying why, without a driver or a device.
@@ -255,6 +255,23 @@ TEST_P(FusedOpsGpuTest, SiluMul) {
   void *args[] = {&dg, &du, &dout, &count};
   launch(FusedOp::kSiluMul, 7, args);  // a grid smaller than the range: grid-stride loop
   expectClose(download(dout, n), want, atol(), rtol(), "silu_mul");
+}
+
+TEST_P(FusedOpsGpuTest, GeluMulInPlaceAsTheGatedLinearRunsIt) {
+  const long n = 3 * 1536 + 7;
+  // Gates over GELU's curved range and far into both tails (tanh saturates there).
+  std::vector<float> gate = randomValues(rng, n, bf16, 6.0f), up = randomValues(rng, n, bf16);
+  std::vector<float> want(n, NAN);
+  geluMulRange(gate.data(), up.data(), want.data(), 0, n);
+  for (float &f : want) f = round(f);
+  CUdeviceptr dg = uploadValues(gate), du = uploadValues(up), dout = poisoned(n);
+  long count = n;
+  void *args[] = {&dg, &du, &dout, &count};
+  launch(FusedOp::kGeluMul, 7, args);  // a grid smaller than the range: grid-stride loop
+  expectClose(download(dout, n), want, atol(), rtol(), "gelu_mul");
+  void *inPlace[] = {&dg, &du, &du, &count};  // the gated_linear writes over the up rows
+  launch(FusedOp::kGeluMul, fused::fusedGridSize(count), inPlace);
+  expectClose(download(du, n), want, atol(), rtol(), "gelu_mul in place");
 }
 
 TEST_P(FusedOpsGpuTest, EmbeddingGatherFlagsInvalidTokens) {

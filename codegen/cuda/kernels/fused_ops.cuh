@@ -52,6 +52,12 @@ INGOT_FUSED_HD void ropePair(float a, float b, float c, float s, float &outA, fl
 /// silu(gate) * up.
 INGOT_FUSED_HD float siluMul(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
 
+/// gelu(gate) * up with GELU's tanh form (gelu_pytorch_tanh), as the CPU's geluMulRange.
+INGOT_FUSED_HD float geluMul(float gate, float up) {
+  const float inner = 0.7978845608028654f * (gate + 0.044715f * gate * gate * gate);
+  return 0.5f * gate * (1.0f + tanhf(inner)) * up;
+}
+
 /// Embedding row of `token` in a table holding tokens [vocabStart, vocabStart + numRows)
 /// of a vocabulary of `vocabSize`: the row, -1 for a token of another shard (zeros, not an
 /// error: the all-reduce adds the owner's row), -2 for a token outside the vocabulary.
@@ -182,6 +188,15 @@ __device__ void siluMulRange(const T *gate, const T *up, T *out, long count) {
   for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
        i += stride)
     store(out, i, siluMul(load(gate, i), load(up, i)));
+}
+
+/// out[i] = gelu(gate[i]) * up[i] over `count` elements, grid-stride.
+template <class T>
+__device__ void geluMulRange(const T *gate, const T *up, T *out, long count) {
+  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
+  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
+       i += stride)
+    store(out, i, geluMul(load(gate, i), load(up, i)));
 }
 
 /// Token blockIdx.x: its table row, or zeros (another shard's token, or an invalid one,

@@ -113,6 +113,7 @@ Status resolveKernels(CudaBackendState& s, int32_t program) {
   // Sampling is optional: an artifact compiled before it existed runs with host sampling.
   if (m.has("ingot_fused_sample_f32")) INGOT_RETURN_IF_ERROR(fused("sample", &f.sample));
   if (m.has("ingot_fused_scale_f32")) INGOT_RETURN_IF_ERROR(fused("scale", &f.scale));
+  if (m.has("ingot_fused_gelu_mul_f32")) INGOT_RETURN_IF_ERROR(fused("gelu_mul", &f.gelu_mul));
   const bool fp8 = s.kv_dtype == KvDtype::kFp8E4M3;
   // The fp8 KV write and attention kernels are compiled in only with `--kv-dtype fp8`.
   const std::string recompile = "; recompile it with `ingot compile --kv-dtype fp8` (the CUDA "

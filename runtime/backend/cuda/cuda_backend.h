@@ -87,7 +87,7 @@ struct CudaBackendState;
 /// An fp8 KV pool (kv_dtype) holds the CPU backend's bytes exactly: E4M3 codes with a
 /// power-of-two scale per block-head, appended token by token by the artifact's fp8 write
 /// kernel, decoded to f32 by its fp8 decode kernels (docs/quantization.md, "FP8 KV cache").
-/// Not supported yet (create() says so): layer_norm, gelu, bf16 activations.
+/// Not supported yet (create() says so): layer_norm, bf16 activations.
 class CudaBackend final : public Backend {
  public:
   /// Loads the driver and cuBLASLt, picks the device, loads the kernels (cubin, else PTX

@@ -325,18 +325,45 @@ TEST_F(CudaBackendFakeTest, AGatedLinearRunsItsTwoProductsThenTheSiluMulInPlace)
   }
 }
 
-TEST_F(CudaBackendFakeTest, AGeluGatedLinearIsRefusedAtLoadNamingTheMissingKernel) {
+TEST_F(CudaBackendFakeTest, AGeluGatedLinearRunsGeluMulInPlaceAfterItsTwoProducts) {
+  testing::LlamaProgramOptions o;
+  o.linear_quant = schema::QuantKind::Int4Group;
+  o.fuse_elementwise = true;
+  o.gated_activation = 1;  // gelu
+  auto a = artifact(o);
+  auto b = backend(*a);
+  ASSERT_TRUE(b);
+  SetUp();
+  Sequence seq;
+  seq.tokens = randomTokens(5, o.vocab);
+  seq.blocks = {1};
+  std::vector<float> logits;
+  ASSERT_TRUE(b->step(makeStep({&seq}, {5}, o.block_size), &logits).ok());
+  const std::vector<Launch> ls = launches();
+  EXPECT_EQ(countOf(ls, "ingot_fused_gelu_mul_f32"), static_cast<size_t>(o.layers));
+  EXPECT_EQ(countOf(ls, "ingot_fused_silu_mul_f32"), 0u);
+  for (size_t i = 0; i < ls.size(); ++i) {
+    if (ls[i].name != "ingot_fused_gelu_mul_f32") continue;
+    ASSERT_GE(i, 2u);
+    EXPECT_EQ(ls[i - 1].name, "ingot_quant_gemv_int4min_f16") << "the up product";
+    EXPECT_EQ(ls[i - 2].name, "ingot_quant_gemv_int4min_f16") << "the gate product";
+  }
+}
+
+TEST_F(CudaBackendFakeTest, AGeluGatedLinearWithoutItsKernelIsRefusedAtLoadNamingIt) {
   testing::LlamaProgramOptions o;
   o.fuse_elementwise = true;
   o.gated_activation = 1;  // gelu
   o.fake_cuda_kernels = true;
+  o.fake_gelu_kernel = false;  // an artifact whose GELU-gated MLPs have no kernel
   std::unique_ptr<Artifact> a = tinyLlama(o);
   CudaBackendOptions options;
   options.num_kv_blocks = 8;
   options.kernels.ptx_cache_dir = "none";
   StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::create(*a, options);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("the CUDA backend has no gelu_mul kernel yet"),
+  EXPECT_NE(b.status().message().find("needs CUDA kernel ingot_fused_gelu_mul_f32, which the "
+                                      "artifact lacks"),
             std::string::npos)
       << b.status().message();
 }

@@ -117,6 +117,9 @@ struct FusedKernels {
   /// The scale (ingot_fused_scale_f32), in artifacts with a scale step only (function null
   /// otherwise; such a step is refused at load).
   LoadedKernel scale;
+  /// gelu(gate) * up (ingot_fused_gelu_mul_f32), in artifacts with a GELU-gated MLP only
+  /// (function null otherwise; such a step is refused at load).
+  LoadedKernel gelu_mul;
 };
 
 /// Buffers sized for `dims` tokens, requests and logit rows (grown, never shrunk).

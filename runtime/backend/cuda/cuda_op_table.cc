@@ -15,6 +15,7 @@ const std::vector<CudaOpDefinition>& cudaOpDefinitions() {
       {OpKind::KvWrite, nullptr, nullptr, enqueueRopeKvCuda},
       {OpKind::Attention, resolveAttentionCuda, nullptr, enqueueAttentionCuda},
       {OpKind::SiluMul, nullptr, nullptr, enqueueElementwiseCuda},
+      {OpKind::GeluMul, resolveGeluMulCuda, nullptr, enqueueElementwiseCuda},
       {OpKind::Add, nullptr, nullptr, enqueueElementwiseCuda},
       {OpKind::Logits, nullptr, uploadLinearCuda, enqueueLogitsCuda},
       {OpKind::AllReduce, nullptr, nullptr, enqueueCollectiveCuda},

@@ -128,6 +128,10 @@ Status enqueueRopeKvCuda(const CudaLaunch& l, const PlannedStep& p, const Device
 Status uploadRopeCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);
 Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status resolveScaleCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
+/// A gelu_mul step (or a GELU-gated gated_linear, `what`) needs the artifact's gelu_mul
+/// kernel, which only artifacts with such a step carry: found at load, or refused naming it.
+Status requireGeluMulCuda(const CudaBackendState& s, size_t index, const std::string& what);
+Status resolveGeluMulCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
 Status enqueueScaleCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d);
 Status resolveLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef& def);
 Status uploadLinearCuda(WeightUploads& up, size_t index, const PlannedStep& p, DeviceStep& d);

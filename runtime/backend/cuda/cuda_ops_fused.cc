@@ -1,6 +1,6 @@
 // The CUDA definitions of the ops that run as fused elementwise kernels: embedding,
 // rms_norm and add_rms_norm (one kernel), rope and kv_write (one rope + KV-write kernel; fp8 pools have their own write),
-// silu_mul, add and scale.
+// silu_mul, gelu_mul, add and scale.
 #include <algorithm>
 
 #include "core/kernels/fused_params.h"
@@ -242,8 +242,21 @@ Status enqueueElementwiseCuda(const CudaLaunch& l, const PlannedStep& p, const D
   if (silu && quantizesOutput(s, l.index, T))  // its output feeds W8A8 linears: codes too
     return enqueueFp8SiluMul(s, l.index, x, y, out, static_cast<int>(width), T, l.where);
   const KernelArgs args = kernelArgs(x, y, out, count);
+  if (p.op == OpKind::GeluMul)
+    return l.launch(s.fused.gelu_mul, overElements(count), args, l.where + " (gelu_mul)");
   return l.launch(silu ? s.fused.silu_mul : s.fused.add, overElements(count), args,
                   l.where + (silu ? " (silu_mul)" : " (add)"));
+}
+
+Status requireGeluMulCuda(const CudaBackendState& s, size_t index, const std::string& what) {
+  if (s.fused.gelu_mul.function) return okStatus();
+  return notFound("step " + std::to_string(index) + " (" + what +
+                  ") needs CUDA kernel ingot_fused_gelu_mul_f32, which the artifact lacks; "
+                  "recompile it with --cuda-targets");
+}
+
+Status resolveGeluMulCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
+  return requireGeluMulCuda(s, index, "gelu_mul");
 }
 
 // The kernel is resolved with the other fused ones (resolveKernels), where the artifact has it.

@@ -145,8 +145,7 @@ Status enqueueLinearCuda(const CudaLaunch& l, const PlannedStep& p, const Device
 Status resolveGatedLinearCuda(CudaBackendState& s, size_t index, const schema::ProgramStepDef&) {
   const PlannedStep& p = s.plan->steps[index];
   if (p.gelu)
-    return unimplemented("step " + std::to_string(index) + " (gated_linear " + p.weight.name +
-                         "): the CUDA backend has no gelu_mul kernel yet; run it on the CPU");
+    INGOT_RETURN_IF_ERROR(requireGeluMulCuda(s, index, "gated_linear " + p.weight.name));
   DeviceStep& d = s.steps[index];
   d.parts.resize(p.parts.size());
   for (size_t i = 0; i < p.parts.size(); ++i)
@@ -165,8 +164,8 @@ Status uploadGatedLinearCuda(WeightUploads& up, size_t index, const PlannedStep&
 }
 
 /// The gate product into the gate-rows buffer, the up product into the output, then the
-/// silu_mul kernel folds the gate rows into the output in place (each element reads its up
-/// value before it writes). Fp8 weights take the weight-only GEMV: ingot compile fuses no
+/// silu_mul (or gelu_mul) kernel folds the gate rows into the output in place (each element
+/// reads its up value before it writes). Fp8 weights take the weight-only GEMV: ingot compile fuses no
 /// fp8 MLP, so no W8A8 producer is planned for these.
 Status enqueueGatedLinearCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {
   const CudaBackendState& s = *l.s;
@@ -177,8 +176,8 @@ Status enqueueGatedLinearCuda(const CudaLaunch& l, const PlannedStep& p, const D
       linearProduct(l, p.parts[1], d.parts[1], x, out, false, "up " + p.parts[1].weight.name));
   long long count = static_cast<long long>(l.tokens()) * d.N;
   const KernelArgs args = kernelArgs(gate, out, out, count);
-  return l.launch(s.fused.silu_mul, overElements(count), args,
-                  l.where + " (gated_linear: silu_mul)");
+  return l.launch(p.gelu ? s.fused.gelu_mul : s.fused.silu_mul, overElements(count), args,
+                  l.where + (p.gelu ? " (gated_linear: gelu_mul)" : " (gated_linear: silu_mul)"));
 }
 
 Status enqueueLogitsCuda(const CudaLaunch& l, const PlannedStep& p, const DeviceStep& d) {

@@ -1,7 +1,8 @@
 // ingot-select-kernels records which CUDA kernels the artifact carries for the targets: the
 // module's targets, the fused kernels' element types (those of the step's intermediate
 // values, f32 first; not the returned logits, not the weights), the fp8 KV write when a
-// cache holds fp8 codes and the scale kernel when a step scales; each attention op's decode
+// cache holds fp8 codes, the scale kernel when a step scales and gelu_mul when a step gates
+// by GELU; each attention op's decode
 // kernel, or why none takes its shape.
 // Without targets it records nothing and removes an earlier run's choices.
 // RUN: ingot-opt %s --split-input-file --ingot-specialize-attention --ingot-select-kernels=targets=sm_90a,simt | FileCheck %s
@@ -11,6 +12,7 @@
 // NONE-NOT: ingot.fused_kernels
 // NONE-NOT: ingot.fused_kv_write_fp8
 // NONE-NOT: ingot.fused_scale
+// NONE-NOT: ingot.fused_gelu_mul
 // NONE-NOT: ingot.cuda_kernel
 // NONE-NOT: ingot.cpu_only
 
@@ -163,4 +165,34 @@ func.func @step(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %b = ingot.scale %a {factor = 0.5 : f32} : tensor<?x256xf32>
   %c = ingot.add %a, %b : tensor<?x256xf32>
   return %c : tensor<?x256xf32>
+}
+
+// -----
+
+// GELU gating, fused into a gated_linear or alone, brings the gelu_mul kernel; SiLU does not.
+// CHECK: module attributes {ingot.cuda_targets = ["sm_90a", "simt"], ingot.fused_gelu_mul, ingot.fused_kernels = [f32]}
+func.func @step(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
+  %wg = ingot.weight "gate.weight" {handle = 0 : i64} : tensor<128x256xf32>
+  %wu = ingot.weight "up.weight" {handle = 1 : i64} : tensor<128x256xf32>
+  %y = ingot.gated_linear %x, %wg, %wu {activation = "gelu"} : tensor<?x256xf32>, tensor<128x256xf32>, tensor<128x256xf32> -> tensor<?x128xf32>
+  %z = ingot.add %y, %y : tensor<?x128xf32>
+  return %z : tensor<?x128xf32>
+}
+
+// -----
+
+// CHECK: module attributes {ingot.cuda_targets = ["sm_90a", "simt"], ingot.fused_gelu_mul, ingot.fused_kernels = [f32]}
+func.func @step(%g: tensor<?x128xf32>, %u: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  %a = ingot.gelu_mul %g, %u : tensor<?x128xf32>
+  %b = ingot.add %a, %u : tensor<?x128xf32>
+  return %b : tensor<?x128xf32>
+}
+
+// -----
+
+// CHECK: module attributes {ingot.cuda_targets = ["sm_90a", "simt"], ingot.fused_kernels = [f32]}
+func.func @step(%g: tensor<?x128xf32>, %u: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  %a = ingot.silu_mul %g, %u : tensor<?x128xf32>
+  %b = ingot.add %a, %u : tensor<?x128xf32>
+  return %b : tensor<?x128xf32>
 }
