@@ -85,25 +85,27 @@ std::vector<float> ropeInverseFrequencies(double theta, int64_t rotary_dim,
   if (scaling.kind == RopeScaling::kLinear && scaling.factor > 0) {
     for (float& f : inv) f = static_cast<float>(f / scaling.factor);
   } else if (scaling.kind == RopeScaling::kLlama3) {
-    // Hugging Face _compute_llama3_parameters: long wavelengths are slowed by `factor`,
-    // short ones kept, the band between interpolated.
-    const double old = static_cast<double>(scaling.original_max_position);
-    const double lowWavelen = old / scaling.low_freq_factor;
-    const double highWavelen = old / scaling.high_freq_factor;
-    for (float& f : inv) {
-      const double wavelen = 2.0 * M_PI / f;
-      double scaled = f;
-      if (wavelen > lowWavelen) {
-        scaled = f / scaling.factor;
-      } else if (!(wavelen < highWavelen)) {
-        const double smooth = (old / wavelen - scaling.low_freq_factor) /
-                              (scaling.high_freq_factor - scaling.low_freq_factor);
-        scaled = (1.0 - smooth) * f / scaling.factor + smooth * f;
-      }
-      f = static_cast<float>(scaled);
-    }
+    for (float& f : inv) f = f / llama3RopeFactor(f, scaling);
   }
   return inv;
+}
+
+float llama3RopeFactor(float freq, const RopeScalingParams& s) {
+  // Every operation in f32, in the converter's order (its scalars cast to f32 as torch casts
+  // a Python number meeting an f32 tensor).
+  const float old = static_cast<float>(s.original_max_position);
+  const float low = static_cast<float>(s.low_freq_factor);
+  const float factor = static_cast<float>(s.factor);
+  const float lowWavelen = static_cast<float>(static_cast<double>(s.original_max_position) /
+                                              s.low_freq_factor);
+  const float highWavelen = static_cast<float>(static_cast<double>(s.original_max_position) /
+                                               s.high_freq_factor);
+  const float wavelen = static_cast<float>(2.0 * M_PI) / freq;
+  if (wavelen < highWavelen) return 1.0f;
+  if (wavelen > lowWavelen) return factor;
+  const float smooth =
+      (old / wavelen - low) / static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+  return 1.0f / ((1.0f - smooth) / factor + smooth);
 }
 
 void ropeRows(const float* x, const int32_t* positions, const std::vector<float>& inv_freq,

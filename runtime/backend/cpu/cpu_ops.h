@@ -39,11 +39,21 @@ struct RopeScalingParams {
   int64_t original_max_position = 0;
 };
 
-/// The rotary_dim / 2 inverse frequencies theta^(-2i / rotary_dim), rescaled as Hugging
-/// Face's rope init functions do for linear and llama3 scaling (yarn is not handled here).
-/// Rounded to f32 like Hugging Face's inv_freq buffer.
+/// The rotary_dim / 2 inverse frequencies theta^(-2i / rotary_dim), rounded to f32 like
+/// Hugging Face's inv_freq buffer, rescaled for linear and llama3 scaling (yarn is not
+/// handled here). llama3 divides each by llama3RopeFactor: the factor a Llama 3 GGUF stores
+/// in rope_freqs.weight, divided out as the GGUF route divides its factors, so a
+/// checkpoint's directory and its GGUF give bit-identical frequencies.
 std::vector<float> ropeInverseFrequencies(double theta, int64_t rotary_dim,
                                           const RopeScalingParams& scaling);
+
+/// Llama 3 RoPE scaling as one divisor per frequency, computed in f32 as llama.cpp's
+/// convert_hf_to_gguf.py writes rope_freqs.weight: 1 for wavelengths under
+/// original / high_freq_factor, `factor` over original / low_freq_factor, and between them
+/// 1 / ((1 - smooth) / factor + smooth), smooth = (original / wavelen - low) / (high - low).
+/// Mathematically Hugging Face's _compute_llama3_parameters; rounded differently (within an
+/// ulp or two of it).
+float llama3RopeFactor(float freq, const RopeScalingParams& scaling);
 
 /// Rotate-half RoPE on x[t] = [num_heads, head_dim]: for i < rotary_dim / 2 the pair
 /// (x[i], x[i + rotary_dim / 2]) of each head rotates by positions[t] * inv_freq[i]

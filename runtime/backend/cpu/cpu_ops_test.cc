@@ -132,6 +132,12 @@ TEST(CpuOpsTest, RopeScalingFollowsHuggingFace) {
       want = (1 - smooth) * f / 8.0 + smooth * f;
     }
     EXPECT_NEAR(l3[i], want, 1e-6 * want) << i;
+    // Exactly the GGUF route: the f32 factor rope_freqs.weight would hold, divided out.
+    const float factor = llama3RopeFactor(base[i], llama3);
+    EXPECT_EQ(l3[i], base[i] / factor) << i;
+    if (wavelen < 8192.0 / 4.0) EXPECT_EQ(factor, 1.0f) << i;
+    else if (wavelen > 8192.0) EXPECT_EQ(factor, 8.0f) << i;
+    else EXPECT_TRUE(factor > 1.0f && factor < 8.0f) << i;
   }
 }
 
