@@ -3,15 +3,17 @@
 // measured read bandwidth.
 //
 //   quant_gemv_bench [--threads N] [--quick] [--in-cache] [--tokens T]
-//                    [--simd scalar|avx2|avx512|avx512bf16]
+//                    [--simd scalar|avx2|avx512|avx512bf16] [--shapes NxK,NxK...]
 //
 // Read bandwidth: the best of several passes summing a 1 GiB buffer on all threads with the
 // backend's own dot kernel (as cpu_decode_bench). GEMV: y = x W^T for one token through the
 // backend's path (activations prepared once, rows split over the pool), cycling through
 // enough copies of W (>= 512 MiB) that no call is served from cache. --tokens T > 1 runs
 // the same products for T tokens at once (prefill), still reporting weight bytes per
-// second.
+// second. --shapes replaces the default shapes (SmolLM2's MLP and a 4096 square), e.g.
+// Phi-3-mini's q, k, v split (3072x3072) against fused (9216x3072).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -182,6 +184,7 @@ int run(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quick = false;
   SimdLevel level = detectSimdLevel();
+  std::vector<std::array<int64_t, 2>> shapes = {{576, 1536}, {1536, 576}, {4096, 4096}};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
@@ -198,10 +201,23 @@ int run(int argc, char** argv) {
                                : s == "avx512" ? SimdLevel::kAvx512
                                                : SimdLevel::kAvx512Bf16;
       if (wanted < level) level = wanted;
+    } else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) {
+      shapes.clear();
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        const long kk = *end == 'x' ? std::strtol(end + 1, &end, 10) : 0;
+        if (n <= 0 || kk <= 0 || (*end && *end != ',')) {
+          std::fprintf(stderr, "--shapes: expected NxK[,NxK...], got '%s'\n", argv[i]);
+          return 2;
+        }
+        shapes.push_back({n, kk});
+        p = *end ? end + 1 : end;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: quant_gemv_bench [--threads N] [--quick] [--in-cache] [--tokens T] "
-                   "[--simd LEVEL]\n");
+                   "[--simd LEVEL] [--shapes NxK,NxK...]\n");
       return 2;
     }
   }
@@ -215,7 +231,6 @@ int run(int argc, char** argv) {
   std::printf("%-12s %-10s %9s %9s %8s %9s %9s\n", "format", "NxK", "MB read", "us/call", "GB/s",
               "of bw", "vs bf16");
   const double budget = quick ? 0.3 : 1.0;
-  const int64_t shapes[][2] = {{576, 1536}, {1536, 576}, {4096, 4096}};
   struct Format {
     const char* name;
     QuantFormat format;
