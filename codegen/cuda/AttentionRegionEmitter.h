@@ -18,6 +18,7 @@ namespace ingot::codegen {
 
 /// Emits `struct <name>` with
 ///   static constexpr bool kHasMask, kHasScore, kMaskReadsHead, kMaskImpliesCausal;
+///   static constexpr long long kMaskWindow;  // W > 0: keys before q - W + 1 are hidden
 ///   static constexpr int kNumOperands, kOperandRank[];
 ///   static constexpr unsigned char kMaskBytecode[], kScoreBytecode[];  (+ ...Size)
 ///   static bool mask(const rgn::RegionOperands&, i64 b, i64 h, i64 q, i64 kv);

@@ -108,13 +108,15 @@ struct VariantCase {
   std::string name;
   std::vector<uint8_t> mask, score;
   Operands operands = Operands::kNone;
+  /// A sliding window's width (its decode kernel must not read the blocks before it).
+  int window = 0;
   bool treeOperands() const { return operands == Operands::kTree; }
 };
 
 /// `H`: the head count ALiBi's slopes assume (any head index works).
 std::vector<VariantCase> variantCases(int H) {
   return {{"Causal", causalMaskBytecode(), {}},
-          {"SlidingWindow", slidingWindowMaskBytecode(37), {}},
+          {"SlidingWindow", slidingWindowMaskBytecode(37), {}, Operands::kNone, 37},
           {"Alibi", {}, alibiScoreBytecode(H)},
           {"Softcap", causalMaskBytecode(), softcapScoreBytecode(30.0f)},
           {"Tree", treeMaskBytecode(), {}, Operands::kTree},
@@ -258,6 +260,22 @@ class PagedAttentionGpuTest : public AttentionGpuTest {
   std::mt19937 rng{ingot::testing::testSeed()};
 };
 
+/// NaN in the K and V rows (layer kLayer) of every block wholly before the first new token's
+/// window of `window` slots: a kernel that loads them puts NaN into P.V (0 x NaN), so only
+/// one that never reads them (as the CPU does not) gives finite outputs.
+void poisonBlocksBeforeWindow(Batch &bt, int window) {
+  const size_t block = static_cast<size_t>(kBlockSize) * bt.Hkv * bt.D;
+  for (int b = 0; b < bt.R; ++b) {
+    const int firstSlot = bt.seqLens[b] - (bt.queryStart[b + 1] - bt.queryStart[b]);
+    const int before = std::max(0, firstSlot - (window - 1)) / kBlockSize;
+    for (int k = 0; k < before; ++k) {
+      const size_t physical = static_cast<size_t>(bt.blockTables[b * bt.maxBlocks + k]);
+      const size_t base = (physical * kLayers + kLayer) * 2 * block;
+      std::fill(bt.pool.begin() + base, bt.pool.begin() + base + 2 * block, NAN);
+    }
+  }
+}
+
 /// NaN in f32 and in bf16: the kernels must overwrite every output element.
 std::vector<uint8_t> poisonOutput(const Batch &bt, bool bf16) {
   return std::vector<uint8_t>(bt.q.size() * (bf16 ? 2 : 4), 0xFF);
@@ -285,6 +303,7 @@ void PagedAttentionGpuTest::runDecode(const VariantCase &v, bool viaPtx) {
     const bool bf16 = in.dtype == AttentionDtype::kBF16;
     SCOPED_TRACE(codegen::decodeKernelName(v.name, in));
     Batch bt = makeBatch(rng, 2, in.group, in.headDim, {1, 1, 3, 8});
+    if (v.window > 0) poisonBlocksBeforeWindow(bt, v.window);
     if (bf16) {  // the CPU sees exactly the values the GPU reads
       for (float &x : bt.q) x = bf16Round(x);
       for (float &x : bt.pool) x = bf16Round(x);

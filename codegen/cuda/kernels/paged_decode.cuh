@@ -372,7 +372,12 @@ __device__ __forceinline__ void pagedDecode(const PagedAttentionParams &p,
   __shared__ float sSum[kRows];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const DecodeRows<G> rows(p);
+  DecodeRows<G> rows(p);
+  // A sliding window (V::kMaskWindow): keys before the first query's window are hidden from
+  // every row, so they are neither loaded nor scored (a split wholly before it does nothing
+  // and the combine gives it no weight), as the CPU skips their blocks.
+  if constexpr (V::kMaskWindow > 0)
+    rows.keyBegin = max(rows.keyBegin, rows.firstSlot - static_cast<int>(V::kMaskWindow - 1));
   const T *q = static_cast<const T *>(p.q);
   const T *cache = static_cast<const T *>(p.kv_cache);
   const int *blocks = p.block_tables + static_cast<long long>(rows.b) * p.max_blocks;
