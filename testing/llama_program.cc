@@ -475,8 +475,14 @@ StatusOr<std::vector<uint8_t>> Builder::build() {
     } else {
       q = linear(x, "self_attn.q_proj", H * Dh, D, o_.qkv_bias);
     }
-    const int32_t k = linear(x, "self_attn.k_proj", Hk * Dh, D, o_.qkv_bias);
+    int32_t k = linear(x, "self_attn.k_proj", Hk * Dh, D, o_.qkv_bias);
     const int32_t v = linear(x, "self_attn.v_proj", Hk * Dh, D, o_.qkv_bias);
+    if (o_.qk_norm) {
+      q = step(OpKind::RmsNorm, {q}, H * Dh, {weight(p + "self_attn.q_norm.weight", {Dh}, true)},
+               eps, "rms_norm");
+      k = step(OpKind::RmsNorm, {k}, Hk * Dh,
+               {weight(p + "self_attn.k_norm.weight", {Dh}, true)}, eps, "rms_norm");
+    }
     auto rope = [&](int32_t in, int64_t heads) {
       return step(OpKind::Rope, {in, 1}, heads * Dh, {},
                   {{"head_dim", Dh, 0}, {"num_heads", heads, 0}, {"theta", 0, o_.rope_theta}},

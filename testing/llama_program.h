@@ -34,6 +34,9 @@ struct LlamaProgramOptions {
   bool tie_embeddings = true;
   /// q/k/v biases (Qwen2 style).
   bool qkv_bias = false;
+  /// A per-head rms_norm of q and of k before rope (Qwen3 / Gemma 3 style): weights of
+  /// head_dim elements, each normalizing every head_dim-wide group of its row.
+  bool qk_norm = false;
   /// Element type of every weight: F32, F16 or BF16.
   schema::DType weight_dtype = schema::DType::F32;
   /// The kv_cache buffer's dtype (F8E4M3FN: an artifact compiled with an fp8 KV cache).

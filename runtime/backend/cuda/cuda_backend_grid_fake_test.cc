@@ -115,6 +115,28 @@ TEST_F(CudaBackendGridFakeTest, ARuleReadingACountTheLaunchDoesNotHaveFailsTheSt
   EXPECT_NE(failed.message().find("step "), std::string::npos) << failed.message();
 }
 
+TEST_F(CudaBackendGridFakeTest, APerHeadNormLaunchesOneRowPerTokenAndHead) {
+  testing::LlamaProgramOptions o;  // 4 q / 2 kv heads of 16
+  o.qk_norm = true;
+  const std::vector<Launch> ls = run(o);
+  // Per layer: the input and post-attention norms (a row per token), then q's and k's norm
+  // (a row per token and head, each normalizing head_dim features with its own weight).
+  std::vector<unsigned> prefill, replayed;
+  for (const Launch& l : ls)
+    if (l.name == "ingot_fused_rms_norm_residual_f32")
+      (l.fromGraph ? replayed : prefill).push_back(l.dims[0]);
+  const unsigned T = 36, D = 4;  // the prefill's tokens; a decode graph's (3 padded to 4)
+  std::vector<unsigned> want;
+  for (int layer = 0; layer < o.layers; ++layer)
+    for (unsigned rows : {T, T * 4, T * 2, T}) want.push_back(rows);
+  want.push_back(T);  // the final norm
+  ASSERT_GE(prefill.size(), want.size());
+  EXPECT_EQ(std::vector<unsigned>(prefill.begin(), prefill.begin() + want.size()), want);
+  for (unsigned& rows : want) rows = rows / T * D;
+  ASSERT_EQ(replayed.size(), 2 * want.size()) << "two graph replays";
+  EXPECT_EQ(std::vector<unsigned>(replayed.begin(), replayed.begin() + want.size()), want);
+}
+
 TEST_F(CudaBackendGridFakeTest, AScaleStepLaunchesItsKernelOverTheStepsElements) {
   testing::LlamaProgramOptions o;
   o.embedding_scale = 25.298221f;
