@@ -228,10 +228,13 @@ TEST(AttentionKernelCompile, RefusesUnsupportedShapes) {
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("head dim 80"), std::string::npos);
   // 256 halves the decode key tile, which leaves room for 8 query rows per pass, not 16.
-  StatusOr<std::string> d256 = attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 256, 16}});
+  StatusOr<std::string> d256 =
+      attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 256, 16}});
   ASSERT_FALSE(d256.ok());
-  EXPECT_NE(d256.status().message().find("16 query heads per kv head is not supported at head dim 256 (1..8)"),
-            std::string::npos) << d256.status().message();
+  EXPECT_NE(d256.status().message().find(
+                "16 query heads per kv head is not supported at head dim 256 (1..8)"),
+            std::string::npos)
+      << d256.status().message();
   StatusOr<std::string> g = attentionKernelSource(text, "RuntimeTreeMask", {{AttentionDtype::kBF16, 64, 0}});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("0 query heads per kv head"), std::string::npos);

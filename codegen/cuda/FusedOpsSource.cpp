@@ -37,12 +37,12 @@ std::string entryPoint(FusedOp op, const std::string &name, const char *type) {
            ">(p);\n}\n";
   case FusedOp::kSiluMul:
     return bounds + "(const " + t + " *gate, const " + t + " *up, " + t +
-           " *out, long count) {\n  ingot::fused::siluMulRange<" + t +
-           ">(gate, up, out, count);\n}\n";
+           " *out, long count) {\n  ingot::fused::gatedMulRange<" + t +
+           ", ingot::fused::siluMul>(gate, up, out, count);\n}\n";
   case FusedOp::kGeluMul:
     return bounds + "(const " + t + " *gate, const " + t + " *up, " + t +
-           " *out, long count) {\n  ingot::fused::geluMulRange<" + t +
-           ">(gate, up, out, count);\n}\n";
+           " *out, long count) {\n  ingot::fused::gatedMulRange<" + t +
+           ", ingot::fused::geluMul>(gate, up, out, count);\n}\n";
   case FusedOp::kEmbedding:
     return bounds + "(ingot::fused::EmbeddingParams p) {\n  ingot::fused::embeddingGather<" +
            t + ">(p);\n}\n";

@@ -36,8 +36,8 @@ struct FusedKernelSelection {
 /// for each of `selection.dtypes` that has one (codegen::fusedOpHasEntryPoint), plus the f32
 /// sampling kernel whatever the activations' type (the f32 fp8 KV write only with
 /// `selection.kvWriteFp8`, the scale kernel only with `selection.scale`, gelu_mul only with
-/// `selection.geluMul`), as a KernelDef of
-/// 256 threads without dynamic shared memory, whenever `options.targets` is not empty. All entry points of one element type come from
+/// `selection.geluMul`), as a KernelDef of 256 threads without dynamic shared memory,
+/// whenever `options.targets` is not empty. All entry points of one element type come from
 /// one NVRTC translation unit per target (through the kernel cache), and their KernelDefs
 /// carry that one unit's binaries: the manifest stores identical binary bytes once
 /// (docs/artifact-format.md, "Fused kernels"). The runtime finds them by name; no step links

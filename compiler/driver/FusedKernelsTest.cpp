@@ -115,49 +115,33 @@ TEST(FusedKernels, Bf16OnlyArtifactStillGetsTheF32SamplingKernel) {
   EXPECT_EQ(report.compiles, 2u) << "the bf16 unit and the f32-only unit";
 }
 
-TEST(FusedKernels, AScaleStepBringsTheScaleKernelIntoEachUnit) {
+TEST(FusedKernels, AScaleStepOrGeluGatingBringsItsKernelIntoEachUnitAndNothingElse) {
   if (!cudaCodegenAvailable())
     GTEST_SKIP() << "this build has no NVRTC";
-  ArtifactWriter writer;
-  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
-                                 {schema::BufferKind::Activation, schema::DType::BF16}}));
-  FusedKernelSelection selection{{AttentionDtype::kF32, AttentionDtype::kBF16}};
-  selection.scale = true;
-  CudaKernelReport report;
-  Status s = addFusedKernels(writer, selection, {{"compute_80"}, ""}, &report);
-  ASSERT_TRUE(s.ok()) << s.message();
-  for (const char *name : {"ingot_fused_scale_f32", "ingot_fused_scale_bf16"}) {
+  for (const char *op : {"scale", "gelu_mul"}) {
+    SCOPED_TRACE(op);
+    const bool scale = std::string(op) == "scale";
+    ArtifactWriter writer;
+    writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
+                                   {schema::BufferKind::Activation, schema::DType::BF16}}));
+    FusedKernelSelection selection{{AttentionDtype::kF32, AttentionDtype::kBF16}};
+    (scale ? selection.scale : selection.geluMul) = true;
+    CudaKernelReport report;
+    Status s = addFusedKernels(writer, selection, {{"compute_80"}, ""}, &report);
+    ASSERT_TRUE(s.ok()) << s.message();
     const std::vector<Kernel> &kernels = writer.contents().kernels;
-    auto k = std::find_if(kernels.begin(), kernels.end(),
-                          [&](const Kernel &k) { return k.name == name; });
-    ASSERT_NE(k, kernels.end()) << name;
-    const std::string ptx(k->binaries[0].data.begin(), k->binaries[0].data.end());
-    EXPECT_NE(ptx.find(std::string(".entry ") + name), std::string::npos) << name;
+    for (const char *type : {"_f32", "_bf16"}) {
+      const std::string name = std::string("ingot_fused_") + op + type;
+      auto k = std::find_if(kernels.begin(), kernels.end(),
+                            [&](const Kernel &k) { return k.name == name; });
+      ASSERT_NE(k, kernels.end()) << name;
+      const std::string ptx(k->binaries[0].data.begin(), k->binaries[0].data.end());
+      EXPECT_NE(ptx.find(".entry " + name), std::string::npos) << name;
+      const std::string other = scale ? ".entry ingot_fused_gelu_mul_" : ".entry ingot_fused_scale_";
+      EXPECT_EQ(ptx.find(other), std::string::npos) << "only the kernel its module needs";
+    }
+    EXPECT_EQ(report.compiles, 2u) << "still one NVRTC unit per element type";
   }
-  EXPECT_EQ(report.compiles, 2u) << "still one NVRTC unit per element type";
-}
-
-TEST(FusedKernels, GeluGatingBringsTheGeluMulKernelIntoEachUnitAndNothingElse) {
-  if (!cudaCodegenAvailable())
-    GTEST_SKIP() << "this build has no NVRTC";
-  ArtifactWriter writer;
-  writer.addProgram(programWith({{schema::BufferKind::Activation, schema::DType::F32},
-                                 {schema::BufferKind::Activation, schema::DType::BF16}}));
-  FusedKernelSelection selection{{AttentionDtype::kF32, AttentionDtype::kBF16}};
-  selection.geluMul = true;
-  CudaKernelReport report;
-  Status s = addFusedKernels(writer, selection, {{"compute_80"}, ""}, &report);
-  ASSERT_TRUE(s.ok()) << s.message();
-  const std::vector<Kernel> &kernels = writer.contents().kernels;
-  for (const char *name : {"ingot_fused_gelu_mul_f32", "ingot_fused_gelu_mul_bf16"}) {
-    auto k = std::find_if(kernels.begin(), kernels.end(),
-                          [&](const Kernel &k) { return k.name == name; });
-    ASSERT_NE(k, kernels.end()) << name;
-    const std::string ptx(k->binaries[0].data.begin(), k->binaries[0].data.end());
-    EXPECT_NE(ptx.find(std::string(".entry ") + name), std::string::npos) << name;
-    EXPECT_EQ(ptx.find(".entry ingot_fused_scale_"), std::string::npos) << "no scale step";
-  }
-  EXPECT_EQ(report.compiles, 2u) << "still one NVRTC unit per element type";
 }
 
 TEST(FusedKernels, AnFp8KvCacheBringsTheFp8KvWriteIntoTheF32Unit) {

@@ -147,14 +147,17 @@ TEST(FusedOpsHostTest, RopeAndKvWriteMatchCpuOps) {
   }
 }
 
-TEST(FusedOpsHostTest, SiluMulMatchesCpuOps) {
+TEST(FusedOpsHostTest, SiluMulAndGeluMulMatchCpuOps) {
   std::mt19937 rng(std::random_device{}());
   const int n = 3 * 1536;
-  std::vector<float> gate = randomVector(rng, n, 4.0f), up = randomVector(rng, n);
-  std::vector<float> expected(n, NAN);
-  siluMulRange(gate.data(), up.data(), expected.data(), 0, n);
-  for (int i = 0; i < n; ++i)
-    ASSERT_LE(ulpDistance(fused::siluMul(gate[i], up[i]), expected[i]), 1) << "element " << i;
+  std::vector<float> gate = randomVector(rng, n, 6.0f), up = randomVector(rng, n);
+  std::vector<float> silu(n, NAN), gelu(n, NAN);
+  siluMulRange(gate.data(), up.data(), silu.data(), 0, n);
+  geluMulRange(gate.data(), up.data(), gelu.data(), 0, n);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_LE(ulpDistance(fused::siluMul(gate[i], up[i]), silu[i]), 1) << "element " << i;
+    ASSERT_LE(ulpDistance(fused::geluMul(gate[i], up[i]), gelu[i]), 1) << "element " << i;
+  }
 }
 
 TEST(FusedOpsHostTest, EmbeddingRowsMatchCpuOpsAndFlagBadTokens) {

@@ -3,7 +3,8 @@
 #include "core/kernels/fused_params.h"
 
 // Semantics match runtime/backend/cpu/cpu_ops.cc (rmsNormRows, ropeRows, siluMulRange,
-// addRange, embeddingShardRows) and kvWriteRows of runtime/backend/cpu/paged_attention.cc;
+// geluMulRange, addRange, embeddingShardRows) and kvWriteRows of
+// runtime/backend/cpu/paged_attention.cc;
 // add_bias, to_bf16 and gather_rows are plain per-element adds, casts and copies. The
 // per-element math is in INGOT_FUSED_HD functions so that the host test runs the very same
 // code on the CPU against those ops; the kernels only add indexing and the reduction.
@@ -181,22 +182,14 @@ __device__ void ropeKvWrite(const RopeKvParams &p) {
   }
 }
 
-/// out[i] = silu(gate[i]) * up[i] over `count` elements, grid-stride.
-template <class T>
-__device__ void siluMulRange(const T *gate, const T *up, T *out, long count) {
+/// out[i] = ActMul(gate[i], up[i]) over `count` elements, grid-stride: siluMul or geluMul,
+/// a gated MLP's activation times its up projection.
+template <class T, float (*ActMul)(float, float)>
+__device__ void gatedMulRange(const T *gate, const T *up, T *out, long count) {
   const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
   for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
        i += stride)
-    store(out, i, siluMul(load(gate, i), load(up, i)));
-}
-
-/// out[i] = gelu(gate[i]) * up[i] over `count` elements, grid-stride.
-template <class T>
-__device__ void geluMulRange(const T *gate, const T *up, T *out, long count) {
-  const long stride = static_cast<long>(gridDim.x) * kFusedThreads;
-  for (long i = static_cast<long>(blockIdx.x) * kFusedThreads + threadIdx.x; i < count;
-       i += stride)
-    store(out, i, geluMul(load(gate, i), load(up, i)));
+    store(out, i, ActMul(load(gate, i), load(up, i)));
 }
 
 /// Token blockIdx.x: its table row, or zeros (another shard's token, or an invalid one,

@@ -75,6 +75,17 @@ size_t countOf(const std::vector<Launch>& ls, const std::string& name) {
   return n;
 }
 
+/// Each launch of `kernel` (a gated MLP's activation) follows its gate and up products, int4
+/// GEMVs here.
+void expectAfterGateAndUpGemvs(const std::vector<Launch>& ls, const std::string& kernel) {
+  for (size_t i = 0; i < ls.size(); ++i) {
+    if (ls[i].name != kernel) continue;
+    ASSERT_GE(i, 2u);
+    EXPECT_EQ(ls[i - 1].name, "ingot_quant_gemv_int4min_f16") << "the up product";
+    EXPECT_EQ(ls[i - 2].name, "ingot_quant_gemv_int4min_f16") << "the gate product";
+  }
+}
+
 TEST_F(CudaBackendFakeTest, PrefillLaunchesEveryStepWithItsGridAndGemmShapes) {
   testing::LlamaProgramOptions o;  // 2 layers, 4 q / 2 kv heads of 16, vocab 256
   auto a = artifact(o);
@@ -306,13 +317,7 @@ TEST_F(CudaBackendFakeTest, AGatedLinearRunsItsTwoProductsThenTheSiluMulInPlace)
     const std::vector<Launch> ls = launches();
     // Each layer's silu_mul over [5, intermediate], after its up product.
     EXPECT_EQ(countOf(ls, "ingot_fused_silu_mul_f32"), static_cast<size_t>(o.layers));
-    for (size_t i = 0; i < ls.size(); ++i) {
-      if (ls[i].name != "ingot_fused_silu_mul_f32") continue;
-      if (kind == schema::QuantKind::None) continue;
-      ASSERT_GE(i, 2u);
-      EXPECT_EQ(ls[i - 1].name, "ingot_quant_gemv_int4min_f16") << "the up product";
-      EXPECT_EQ(ls[i - 2].name, "ingot_quant_gemv_int4min_f16") << "the gate product";
-    }
+    if (kind != schema::QuantKind::None) expectAfterGateAndUpGemvs(ls, "ingot_fused_silu_mul_f32");
     if (kind == schema::QuantKind::None) {
       // q, k, v, o, gate, up, down per layer and the head, gate and up of [intermediate, D].
       const auto g = gemms();
@@ -342,12 +347,7 @@ TEST_F(CudaBackendFakeTest, AGeluGatedLinearRunsGeluMulInPlaceAfterItsTwoProduct
   const std::vector<Launch> ls = launches();
   EXPECT_EQ(countOf(ls, "ingot_fused_gelu_mul_f32"), static_cast<size_t>(o.layers));
   EXPECT_EQ(countOf(ls, "ingot_fused_silu_mul_f32"), 0u);
-  for (size_t i = 0; i < ls.size(); ++i) {
-    if (ls[i].name != "ingot_fused_gelu_mul_f32") continue;
-    ASSERT_GE(i, 2u);
-    EXPECT_EQ(ls[i - 1].name, "ingot_quant_gemv_int4min_f16") << "the up product";
-    EXPECT_EQ(ls[i - 2].name, "ingot_quant_gemv_int4min_f16") << "the gate product";
-  }
+  expectAfterGateAndUpGemvs(ls, "ingot_fused_gelu_mul_f32");
 }
 
 TEST_F(CudaBackendFakeTest, AGeluGatedLinearWithoutItsKernelIsRefusedAtLoadNamingIt) {
