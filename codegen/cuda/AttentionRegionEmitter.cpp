@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/kernels/region_operands.h"
+#include "core/region/mask_shapes.h"
 #include "core/region/region_disassembler.h"
 
 namespace ingot::codegen {
@@ -340,65 +341,26 @@ Status checkOperands(const RegionProgram *program) {
 bool impliesCausal(const RegionProgram *mask) {
   if (mask == nullptr)
     return false;
-  const auto &insts = mask->instructions();
-  std::vector<const RegionInstruction *> def(mask->registerCount(), nullptr);
-  for (const RegionInstruction &in : insts)
-    if (in.opcode != Op::kYield)
-      def[in.dst] = &in;
-  auto isArg = [&](uint16_t r, uint8_t arg) {
-    return def[r] && def[r]->opcode == Op::kArgument && def[r]->a8 == arg;
-  };
-  constexpr uint8_t kQ = 2, kKv = 3;
+  const std::vector<const RegionInstruction *> def = registerDefinitions(*mask);
   std::function<bool(uint16_t, int)> implies = [&](uint16_t r, int depth) {
     const RegionInstruction *in = def[r];
     if (in == nullptr || depth > 16)
       return false;
     if (in->opcode == Op::kAndI && in->type == RegionType::kI1)
       return implies(in->src[0], depth + 1) || implies(in->src[1], depth + 1);
-    if (in->opcode != Op::kCmpI)
-      return false;
-    // q and kv are non-negative slot indices: signed and unsigned orders agree.
-    const auto p = static_cast<CmpIPredicate>(in->a8);
-    const uint16_t lhs = in->src[0], rhs = in->src[1];
-    return ((p == CmpIPredicate::kUle || p == CmpIPredicate::kSle) && isArg(lhs, kKv) &&
-            isArg(rhs, kQ)) ||
-           ((p == CmpIPredicate::kUge || p == CmpIPredicate::kSge) && isArg(lhs, kQ) &&
-            isArg(rhs, kKv));
+    return isCausalCompare(def, r);
   };
+  const auto &insts = mask->instructions();
   return !insts.empty() && insts.back().opcode == Op::kYield && implies(insts.back().src[0], 0);
 }
 
-/// W when the mask yields (a chain of andi over) a compare that hides every key more than
-/// W - 1 slots before the query: `(q - kv) < W` (signed or unsigned; what the importers
-/// write for a local layer) or `q < kv + W`, W a positive constant; the smallest such W, or
-/// 0. Kernels then start at the first query's window (blocks wholly before it are never
-/// read), as the CPU backend does.
+/// W when the mask yields (a chain of andi over) a window compare (windowCompareWidth,
+/// as the CPU backend recognizes it): the smallest such W, or 0. Kernels then start at
+/// the first query's window (blocks wholly before it are never read), as the CPU does.
 int64_t maskWindow(const RegionProgram *mask) {
   if (mask == nullptr)
     return 0;
-  const auto &insts = mask->instructions();
-  std::vector<const RegionInstruction *> def(mask->registerCount(), nullptr);
-  for (const RegionInstruction &in : insts)
-    if (in.opcode != Op::kYield)
-      def[in.dst] = &in;
-  constexpr uint8_t kQ = 2, kKv = 3;
-  auto isArg = [&](uint16_t r, uint8_t arg) {
-    return def[r] && def[r]->opcode == Op::kArgument && def[r]->a8 == arg;
-  };
-  auto constant = [&](uint16_t r) -> int64_t {
-    return def[r] && def[r]->opcode == Op::kConstant ? static_cast<int64_t>(def[r]->imm) : 0;
-  };
-  // The width W of `lhs < rhs` when it is one of the two window forms, else 0.
-  auto width = [&](uint16_t lhs, uint16_t rhs) -> int64_t {
-    const RegionInstruction *l = def[lhs], *r = def[rhs];
-    if (l && l->opcode == Op::kSubI && isArg(l->src[0], kQ) && isArg(l->src[1], kKv))
-      return constant(rhs);
-    if (isArg(lhs, kQ) && r && r->opcode == Op::kAddI) {
-      if (isArg(r->src[0], kKv)) return constant(r->src[1]);
-      if (isArg(r->src[1], kKv)) return constant(r->src[0]);
-    }
-    return 0;
-  };
+  const std::vector<const RegionInstruction *> def = registerDefinitions(*mask);
   std::function<int64_t(uint16_t, int)> window = [&](uint16_t reg, int depth) -> int64_t {
     const RegionInstruction *in = def[reg];
     if (in == nullptr || depth > 16)
@@ -407,14 +369,9 @@ int64_t maskWindow(const RegionProgram *mask) {
       const int64_t a = window(in->src[0], depth + 1), b = window(in->src[1], depth + 1);
       return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b);
     }
-    if (in->opcode != Op::kCmpI)
-      return 0;
-    const auto p = static_cast<CmpIPredicate>(in->a8);
-    if (p != CmpIPredicate::kSlt && p != CmpIPredicate::kUlt)
-      return 0;
-    const int64_t w = width(in->src[0], in->src[1]);
-    return w > 0 ? w : 0;
+    return windowCompareWidth(def, reg);
   };
+  const auto &insts = mask->instructions();
   return !insts.empty() && insts.back().opcode == Op::kYield ? window(insts.back().src[0], 0)
                                                             : 0;
 }

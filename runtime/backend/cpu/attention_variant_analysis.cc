@@ -5,43 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/region/mask_shapes.h"
+
 namespace ingot {
 namespace {
-
-/// Mask region argument numbers (schemas/region_bytecode.h).
-constexpr uint8_t kMaskArgHead = 1;
-constexpr uint8_t kMaskArgQ = 2;
-constexpr uint8_t kMaskArgKv = 3;
-
-constexpr uint8_t kMaskArgB = 0;
-
-/// The instruction defining each register (null where none does).
-std::vector<const RegionInstruction*> definitions(const RegionProgram& program) {
-  std::vector<const RegionInstruction*> def(program.registerCount(), nullptr);
-  for (const RegionInstruction& ins : program.instructions())
-    if (ins.opcode != RegionOpcode::kYield && ins.dst < def.size()) def[ins.dst] = &ins;
-  return def;
-}
-
-/// Whether register `r` holds mask argument `arg`.
-bool isArgument(const std::vector<const RegionInstruction*>& def, uint16_t r, uint8_t arg) {
-  return def[r] && def[r]->opcode == RegionOpcode::kArgument && def[r]->a8 == arg;
-}
-
-/// Whether register `reg` is the compare kv <= q (or q >= kv) of the arguments.
-bool isCausalCompare(const std::vector<const RegionInstruction*>& def, uint16_t reg) {
-  const RegionInstruction* cmp = def[reg];
-  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return false;
-  auto isArg = [&](uint16_t r, uint8_t arg) { return isArgument(def, r, arg); };
-  const auto p = static_cast<CmpIPredicate>(cmp->a8);
-  const uint16_t lhs = cmp->src[0], rhs = cmp->src[1];
-  // q and kv are non-negative, so signed and unsigned orders agree.
-  if ((p == CmpIPredicate::kUle || p == CmpIPredicate::kSle) && isArg(lhs, kMaskArgKv) &&
-      isArg(rhs, kMaskArgQ))
-    return true;
-  return (p == CmpIPredicate::kUge || p == CmpIPredicate::kSge) && isArg(lhs, kMaskArgQ) &&
-         isArg(rhs, kMaskArgKv);
-}
 
 /// Whether register `reg` depends on no mask argument but `b` (constants, loads indexed by
 /// such values and arithmetic on them).
@@ -74,7 +41,7 @@ int prefixBound(const RegionProgram& program, const std::vector<const RegionInst
                 uint16_t reg) {
   const RegionInstruction* cmp = def[reg];
   if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return -1;
-  auto isKv = [&](uint16_t r) { return isArgument(def, r, kMaskArgKv); };
+  auto isKv = [&](uint16_t r) { return isMaskArgument(def, r, kMaskArgKv); };
   const auto p = static_cast<CmpIPredicate>(cmp->a8);
   int bound = -1;
   if (p == CmpIPredicate::kSlt && isKv(cmp->src[0])) bound = cmp->src[1];
@@ -116,22 +83,6 @@ bool isCausalMask(const RegionProgram& program) {
   return false;
 }
 
-/// W when register `reg` is the compare (q - kv) < W, W a positive constant (signed or
-/// unsigned: either hides every key with q - kv >= W); else 0.
-int64_t windowWidth(const std::vector<const RegionInstruction*>& def, uint16_t reg) {
-  const RegionInstruction* cmp = def[reg];
-  if (!cmp || cmp->opcode != RegionOpcode::kCmpI) return 0;
-  const auto p = static_cast<CmpIPredicate>(cmp->a8);
-  if (p != CmpIPredicate::kSlt && p != CmpIPredicate::kUlt) return 0;
-  const RegionInstruction* diff = def[cmp->src[0]];
-  const RegionInstruction* width = def[cmp->src[1]];
-  if (!diff || diff->opcode != RegionOpcode::kSubI || !isArgument(def, diff->src[0], kMaskArgQ) ||
-      !isArgument(def, diff->src[1], kMaskArgKv) || !width || width->opcode != RegionOpcode::kConstant)
-    return 0;
-  const auto w = static_cast<int64_t>(width->imm);
-  return w > 0 ? w : 0;
-}
-
 }  // namespace
 
 void AttentionVariantPrograms::analyze() {
@@ -145,12 +96,13 @@ void AttentionVariantPrograms::analyze() {
   mask_implies_causal = mask_is_causal;
   prefix_bound_reg = -1;
   if (mask_is_causal) return;
-  const std::vector<const RegionInstruction*> def = definitions(*mask);
-  // yield(andi(rest, (q - kv) < W)) in either order: a window, and `rest` analyzed below.
+  const std::vector<const RegionInstruction*> def = registerDefinitions(*mask);
+  // yield(andi(rest, window)) in either order, the window (q - kv) < W or q < kv + W
+  // (windowCompareWidth): `rest` is analyzed below.
   uint16_t root = mask->instructions().back().src[0];
   if (const RegionInstruction* outer = def[root]; outer && outer->opcode == RegionOpcode::kAndI)
     for (int side = 0; side < 2 && window == 0; ++side)
-      if (int64_t w = windowWidth(def, outer->src[side]); w > 0) {
+      if (int64_t w = windowCompareWidth(def, outer->src[side]); w > 0) {
         window = w;
         root = outer->src[1 - side];
       }
