@@ -43,6 +43,9 @@ export INGOT_GPU_FP8_ARTIFACT=${INGOT_GPU_FP8_ARTIFACT:-$BUILD/gpu/smollm2-fp8-d
 export INGOT_GPU_FP8KV_ARTIFACT=${INGOT_GPU_FP8KV_ARTIFACT:-$BUILD/gpu/smollm2-fp8kv-dummy.ingot}
 [ -f "$INGOT_GPU_FP8KV_ARTIFACT" ] || echo "warning: $INGOT_GPU_FP8KV_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 [ -f "$INGOT_GPU_ARTIFACT" ] || echo "warning: $INGOT_GPU_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
+# Gemma 3 270M's shape (head dim 256, gelu_mul, scale, per-head norms, local layers).
+export INGOT_GPU_GEMMA3_ARTIFACT=${INGOT_GPU_GEMMA3_ARTIFACT:-$BUILD/gpu/gemma3-dummy.ingot}
+[ -f "$INGOT_GPU_GEMMA3_ARTIFACT" ] || echo "warning: $INGOT_GPU_GEMMA3_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 export INGOT_GPU_TP_ARTIFACT=${INGOT_GPU_TP_ARTIFACT:-$BUILD/gpu/smollm2-dummy-tp2.ingot}
 [ -f "$INGOT_GPU_TP_ARTIFACT" ] || echo "warning: $INGOT_GPU_TP_ARTIFACT missing (run scripts/gpu-prepare.sh on the build machine)"
 # CUDA's own libraries from the pip packages PyTorch brings (nvrtc for the tests that compile

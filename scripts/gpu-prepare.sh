@@ -8,15 +8,16 @@
 #   gpu/   artifacts with dummy weights and CUDA kernels for every default target: a
 #          SmolLM2-shaped one (the CUDA backend against the CPU backend), its int4, fp8 and
 #          fp8-KV-cache variants, its --tp 2 twin
-#          (CUDA ranks against CPU ranks) and a
-#          Llama-3-8B-shaped one (decode speed); the runtime fills the same seeded weights
-#          on either backend, so nothing large travels.
+#          (CUDA ranks against CPU ranks), a Gemma-3-270M-shaped one (head dim 256, gelu,
+#          local layers) and a Llama-3-8B-shaped one (decode speed); the runtime fills the
+#          same seeded weights on either backend, so nothing large travels.
 #   scripts/gpu-prepare.sh [build-dir] [bundle-dir]     (defaults: build, build-gpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 BUNDLE=${2:-build-gpu}
 GGUF=${INGOT_SMOLLM2_GGUF:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+GEMMA3=${INGOT_GEMMA3_GGUF:-models/gemma-3-270m-q4_k_m.gguf}
 INGOT=$BUILD/bin/ingot
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/gpu"
@@ -32,6 +33,7 @@ mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/gpu"
   -o "$BUNDLE/gpu/smollm2-fp8kv-dummy.ingot"
 # The same model sharded over 2 tensor-parallel ranks (CUDA ranks against CPU ranks).
 "$INGOT" compile "$GGUF" --dummy-weights --tp 2 --cuda-targets all -o "$BUNDLE/gpu/smollm2-dummy-tp2.ingot"
+"$INGOT" compile "$GEMMA3" --dummy-weights --cuda-targets all -o "$BUNDLE/gpu/gemma3-dummy.ingot"
 "$INGOT" compile test/data/configs/llama3-8b.json --dummy-weights --cuda-targets all \
   -o "$BUNDLE/gpu/llama3-8b-dummy.ingot"
 shopt -s nullglob

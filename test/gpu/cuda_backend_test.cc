@@ -1,11 +1,13 @@
 // The CUDA backend against the CPU backend on one artifact (label gpu): teacher-forced
-// logits within bf16 tolerance, greedy tokens where the margin allows, decode graphs
-// against eager steps, the PTX JIT path against the cubins, and KV block copies.
+// logits within bf16 tolerance (also on the int4, fp8 and Gemma 3 artifacts), greedy tokens
+// where the margin allows, decode graphs against eager steps, the PTX JIT path against the
+// cubins, and KV block copies.
 // The artifact comes from $INGOT_GPU_ARTIFACT (scripts/gpu-check.sh points it at a
 // SmolLM2-shaped --dummy-weights artifact compiled with CUDA kernels on the build machine).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <random>
 #include <string>
@@ -52,6 +54,18 @@ class CudaBackendGpuTest : public BackendGpuTest {
     o.kernels.ptx_cache_dir = "none";
     return createCuda(*artifact, o);
   }
+  /// Makes $`env`'s artifact the one under test; false where `env` is unset.
+  bool useArtifact(const char* env) {
+    const char* path = std::getenv(env);
+    if (!path) return false;
+    StatusOr<Artifact> opened = Artifact::open(path);
+    EXPECT_TRUE(opened.ok()) << opened.status().message();
+    if (!opened.ok()) return false;
+    artifact = std::make_unique<Artifact>(std::move(opened).value());
+    block_size = std::max(1, artifact->manifest().config()->kv_block_size());
+    vocab = artifact->manifest().config()->vocab_size();
+    return true;
+  }
   static int32_t argmax(const float* row, int64_t n) {
     return static_cast<int32_t>(std::max_element(row, row + n) - row);
   }
@@ -97,11 +111,8 @@ TEST_F(CudaBackendGpuTest, TeacherForcedLogitsMatchTheCpuBackend) {
 TEST_F(CudaBackendGpuTest, QuantizedArtifactMatchesTheCpuBackend) {
   // The same SmolLM2 shape compiled with --quant int4 (scripts/gpu-prepare.sh): the GEMV
   // kernels read the packed bytes the CPU backend reads.
-  const char* path = std::getenv("INGOT_GPU_QUANT_ARTIFACT");
-  if (!path) GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
-  StatusOr<Artifact> opened = Artifact::open(path);
-  ASSERT_TRUE(opened.ok()) << opened.status().message();
-  artifact = std::make_unique<Artifact>(std::move(opened).value());
+  if (!useArtifact("INGOT_GPU_QUANT_ARTIFACT"))
+    GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
   auto gpu = cuda();
   auto ref = cpu();
   ASSERT_TRUE(gpu && ref);
@@ -120,14 +131,38 @@ TEST_F(CudaBackendGpuTest, QuantizedArtifactMatchesTheCpuBackend) {
   EXPECT_LT(worst, 3e-2);
 }
 
+TEST_F(CudaBackendGpuTest, Gemma3ArtifactMatchesTheCpuBackend) {
+  // Gemma 3 (scripts/gpu-prepare.sh: 270M's shape with dummy weights; under the emulator its
+  // real weights): head dim 256 decode attention, gelu_mul, the embedding scale, per-head
+  // q/k norms, sandwich norms, local and global layers.
+  // Gemma is optional (INGOT_GEMMA3_GGUF): a named artifact that was not made skips.
+  const char* gemma = std::getenv("INGOT_GPU_GEMMA3_ARTIFACT");
+  if (!gemma || !std::filesystem::exists(gemma) || !useArtifact("INGOT_GPU_GEMMA3_ARTIFACT"))
+    GTEST_SKIP() << "set INGOT_GPU_GEMMA3_ARTIFACT to a Gemma 3 artifact with CUDA kernels "
+                    "(scripts/gpu-prepare.sh; under ctest, INGOT_GEMMA3_GGUF for the fixture)";
+  auto gpu = cuda();
+  auto ref = cpu();
+  ASSERT_TRUE(gpu && ref);
+  Sequence seq;
+  seq.tokens = randomTokens(28);
+  for (int32_t b = 0; b * block_size < 28; ++b) seq.blocks.push_back(12 - b);
+  std::vector<float> got, want;
+  for (int n : {24, 1, 1, 1}) {
+    StepInputs step = makeStep({&seq}, {n}, block_size);
+    ASSERT_TRUE(gpu->step(step, &got).ok());
+    ASSERT_TRUE(ref->step(step, &want).ok());
+    const double err = relativeError(got, want);
+    std::cout << "[ cuda ] gemma3 artifact, step of " << n << " tokens: max logit error " << err
+              << " of max |logit|\n";
+    EXPECT_LT(err, 3e-2) << n << " tokens";
+  }
+}
+
 TEST_F(CudaBackendGpuTest, QuantizedPrefillRunsTheTensorCoreGemmWithinBf16OfTheCpu) {
   // A prefill of 80 tokens (>= quantgemm::kQuantGemmMinRows) takes the ingot_quant_gemm_*
   // kernels, which round weights and activations to bf16; decode rows take the GEMVs.
-  const char* path = std::getenv("INGOT_GPU_QUANT_ARTIFACT");
-  if (!path) GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
-  StatusOr<Artifact> opened = Artifact::open(path);
-  ASSERT_TRUE(opened.ok()) << opened.status().message();
-  artifact = std::make_unique<Artifact>(std::move(opened).value());
+  if (!useArtifact("INGOT_GPU_QUANT_ARTIFACT"))
+    GTEST_SKIP() << "set INGOT_GPU_QUANT_ARTIFACT to a --quant artifact with CUDA kernels";
   auto gpu = cuda();
   auto ref = cpu();
   ASSERT_TRUE(gpu && ref);
