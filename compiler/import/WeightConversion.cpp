@@ -1,8 +1,12 @@
 //===- WeightConversion.cpp - layout and dtype changes of imported weights -===//
 #include "compiler/import/WeightConversion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 
 #include "compiler/import/LlamaTensorShapes.h"
 
@@ -88,6 +92,45 @@ Status writeConverted(const std::vector<float> &values, schema::DType dtype,
   return okStatus();
 }
 
+namespace {
+
+/// A fused tensor read once for all its parts: the first part to ask reads it (values or
+/// Q4 blocks), each part copies its rows, and the copy is dropped once every part has taken
+/// its rows (a later ask reads it again). Parts may ask from several threads.
+template <class T> class FusedRows {
+public:
+  FusedRows(std::function<Status(std::vector<T> &)> read, int64_t totalRows, size_t parts)
+      : read_(std::move(read)), totalRows_(totalRows), taken_(parts, false) {}
+
+  /// Rows [first, first + count) of the fused tensor, for part `part`.
+  Status rows(size_t part, int64_t first, int64_t count, std::vector<T> &out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!loaded_) {
+      INGOT_RETURN_IF_ERROR(read_(all_));
+      loaded_ = true;
+      std::fill(taken_.begin(), taken_.end(), false);
+    }
+    const size_t perRow = all_.size() / static_cast<size_t>(totalRows_);
+    out.assign(all_.begin() + first * perRow, all_.begin() + (first + count) * perRow);
+    taken_[part] = true;
+    if (std::all_of(taken_.begin(), taken_.end(), [](bool t) { return t; })) {
+      std::vector<T>().swap(all_);
+      loaded_ = false;
+    }
+    return okStatus();
+  }
+
+private:
+  std::function<Status(std::vector<T> &)> read_;
+  int64_t totalRows_;
+  std::mutex mutex_;
+  std::vector<T> all_;
+  std::vector<bool> taken_;
+  bool loaded_ = false;
+};
+
+} // namespace
+
 StatusOr<std::vector<ImportedTensor>>
 splitFusedRows(const ImportedTensor &fused,
                const std::vector<std::pair<std::string, int64_t>> &parts) {
@@ -101,18 +144,21 @@ splitFusedRows(const ImportedTensor &fused,
     return invalidArgument("fused tensor '" + fused.name + "' has " +
                            std::to_string(fused.shape[0]) + " rows, its parts " +
                            std::to_string(total));
+  const int64_t totalRows = fused.shape[0];
+  auto values = std::make_shared<FusedRows<float>>(fused.readF32, totalRows, parts.size());
+  std::shared_ptr<FusedRows<uint8_t>> blocks;
+  if (fused.readBlocks)
+    blocks = std::make_shared<FusedRows<uint8_t>>(fused.readBlocks, totalRows, parts.size());
   std::vector<ImportedTensor> out;
   int64_t first = 0;
   for (const auto &[name, rows] : parts) {
+    const size_t index = out.size();
     ImportedTensor part;
     part.name = name;
     part.shape = {rows, cols};
     part.dtype = fused.dtype;
-    part.readF32 = [read = fused.readF32, first, rows, cols](std::vector<float> &values) {
-      std::vector<float> all;
-      INGOT_RETURN_IF_ERROR(read(all));
-      values.assign(all.begin() + first * cols, all.begin() + (first + rows) * cols);
-      return okStatus();
+    part.readF32 = [values, index, first, rows](std::vector<float> &partValues) {
+      return values->rows(index, first, rows, partValues);
     };
     part.produce = [read = part.readF32, dtype = fused.dtype](const TensorByteSink &sink) {
       std::vector<float> values;
@@ -120,16 +166,10 @@ splitFusedRows(const ImportedTensor &fused,
       return writeConverted(values, dtype, sink);
     };
     // Q4_0 / Q4_1 blocks: a row is a whole number of blocks, so a part is a run of rows.
-    if (fused.readBlocks) {
+    if (blocks) {
       part.sourceQuant = fused.sourceQuant;
-      const int64_t totalRows = fused.shape[0];
-      part.readBlocks = [read = fused.readBlocks, first, rows,
-                         totalRows](std::vector<uint8_t> &blocks) -> Status {
-        std::vector<uint8_t> all;
-        INGOT_RETURN_IF_ERROR(read(all));
-        const size_t rowBytes = all.size() / static_cast<size_t>(totalRows);
-        blocks.assign(all.begin() + first * rowBytes, all.begin() + (first + rows) * rowBytes);
-        return okStatus();
+      part.readBlocks = [blocks, index, first, rows](std::vector<uint8_t> &partBlocks) {
+        return blocks->rows(index, first, rows, partBlocks);
       };
     }
     first += rows;

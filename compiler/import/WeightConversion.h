@@ -33,8 +33,8 @@ Status writeConverted(const std::vector<float> &values, schema::DType dtype,
                       const TensorByteSink &sink);
 
 /// The tensors a fused [rows, K] tensor holds, as consecutive row ranges (Phi-3's qkv_proj
-/// and gate_up_proj): each part reads the fused tensor (its readF32) and keeps its rows,
-/// with the fused tensor's dtype. `parts` gives each part's canonical name and row count,
+/// and gate_up_proj): the fused tensor is read (its readF32, or readBlocks) once for all its
+/// parts, each part keeping its rows, with the fused tensor's dtype. `parts` gives each part's canonical name and row count,
 /// in order; they must add up to the fused tensor's rows.
 StatusOr<std::vector<ImportedTensor>>
 splitFusedRows(const ImportedTensor &fused,

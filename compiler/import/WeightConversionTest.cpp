@@ -127,5 +127,46 @@ TEST(WeightConversionTest, StreamsConvertedBytesInOrder) {
                }).ok());
 }
 
+TEST(WeightConversionTest, FusedRowsSplitIntoPartsReadingTheSourceOnce) {
+  // A [6, 4] fused tensor (Phi-3's qkv: 2 + 2 + 2 rows) whose values are their index, and
+  // blocks of 3 bytes per row.
+  ImportedTensor fused;
+  fused.name = "model.layers.0.self_attn.qkv_proj.weight";
+  fused.shape = {6, 4};
+  fused.dtype = schema::DType::F32;
+  int valueReads = 0, blockReads = 0;
+  fused.readF32 = [&](std::vector<float> &v) {
+    ++valueReads;
+    v.resize(24);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+    return okStatus();
+  };
+  fused.readBlocks = [&](std::vector<uint8_t> &b) {
+    ++blockReads;
+    b.resize(18);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i);
+    return okStatus();
+  };
+  StatusOr<std::vector<ImportedTensor>> parts =
+      splitFusedRows(fused, {{"q", 2}, {"k", 2}, {"v", 2}});
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 3u);
+  for (int round = 0; round < 2; ++round)
+    for (size_t p = 0; p < 3; ++p) {
+      std::vector<float> v;
+      std::vector<uint8_t> b;
+      ASSERT_TRUE((*parts)[p].readF32(v).ok());
+      ASSERT_TRUE((*parts)[p].readBlocks(b).ok());
+      EXPECT_EQ((*parts)[p].shape, (std::vector<int64_t>{2, 4}));
+      ASSERT_EQ(v.size(), 8u);
+      ASSERT_EQ(b.size(), 6u);
+      EXPECT_EQ(v.front(), static_cast<float>(8 * p));
+      EXPECT_EQ(b.front(), static_cast<uint8_t>(6 * p));
+    }
+  EXPECT_EQ(valueReads, 2) << "once per pass over the three parts";
+  EXPECT_EQ(blockReads, 2);
+  EXPECT_FALSE(splitFusedRows(fused, {{"q", 2}, {"k", 2}}).ok()) << "rows must add up";
+}
+
 } // namespace
 } // namespace ingot::importer
