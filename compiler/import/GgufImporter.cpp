@@ -29,13 +29,18 @@ struct ArchitectureInfo {
   bool sandwichNorms;
   /// Phi-3: attn_qkv holds q, k, v and ffn_up holds gate then up (split at import).
   bool fusedProjections;
+  /// The architecture's own keys and assumed values, after the config and tokenizer are
+  /// read (null: none).
+  Status (*readFeatures)(const GgufFile &file, ImportedModel &model);
 };
+Status readGemma3(const GgufFile &file, ImportedModel &model);
+Status readPhi3Window(const GgufFile &file, ImportedModel &model);
 constexpr ArchitectureInfo kArchitectures[] = {
-    {"llama", true, false, false, false, false},
-    {"qwen2", false, true, false, false, false},
-    {"qwen3", false, false, true, false, false},
-    {"gemma3", false, false, true, true, false},
-    {"phi3", false, false, false, false, true},
+    {"llama", true, false, false, false, false, nullptr},
+    {"qwen2", false, true, false, false, false, nullptr},
+    {"qwen3", false, false, true, false, false, nullptr},
+    {"gemma3", false, false, true, true, false, readGemma3},
+    {"phi3", false, false, false, false, true, readPhi3Window},
 };
 
 /// Renames a GGUF tensor ("blk.3.attn_q.weight") to its Hugging Face name, or "".
@@ -465,10 +470,8 @@ StatusOr<ImportedModel> importGguf(const std::string &path, const GgufImportOpti
   ModelConfig &config = model.config;
   INGOT_RETURN_IF_ERROR(readConfig(*file, *archName, config));
   INGOT_RETURN_IF_ERROR(readTokenizer(*file, model));
-  if (*archName == "gemma3")
-    INGOT_RETURN_IF_ERROR(readGemma3(*file, model));
-  if (*archName == "phi3")
-    INGOT_RETURN_IF_ERROR(readPhi3Window(*file, model));
+  if (arch->readFeatures)
+    INGOT_RETURN_IF_ERROR(arch->readFeatures(*file, model));
 
   const GgufTensorInfo *embed = file->findTensor("token_embd.weight");
   if (!embed)
